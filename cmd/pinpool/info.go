@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/pinpool/pinpool/cuda"
+	"github.com/pinpool/pinpool/hostmem"
+)
+
+// infoCmd is `pinpool info`.
+type infoCmd struct {
+	JSON bool `help:"Print JSON instead of text."`
+}
+
+// infoReport is what `pinpool info` reports; it is also the --json schema.
+type infoReport struct {
+	Driver  *driverInfo       `json:"driver"`           // nil without a driver
+	NoGPU   string            `json:"no_gpu,omitempty"` // why there is no GPU, when there is none
+	Devices []cuda.Properties `json:"devices"`
+	Host    hostInfo          `json:"host"`
+}
+
+type driverInfo struct {
+	Version int    `json:"version"` // 1000*major + 10*minor
+	CUDA    string `json:"cuda"`    // "13.0"
+	Library string `json:"library"`
+}
+
+type hostInfo struct {
+	hostmem.MemInfo
+	MemlockSoft uint64 `json:"rlimit_memlock_soft_bytes"` // 18446744073709551615 = unlimited
+	MemlockHard uint64 `json:"rlimit_memlock_hard_bytes"`
+	ProcLocked  uint64 `json:"process_locked_bytes"` // VmLck of this process
+}
+
+func (c *infoCmd) Run(g *globals) error {
+	r, err := gatherInfo()
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return r.writeText(g.stdout)
+}
+
+// gatherInfo asks the driver and the kernel. No driver is not an error: the
+// report says why in NoGPU.
+func gatherInfo() (*infoReport, error) {
+	r := &infoReport{Devices: []cuda.Properties{}}
+	if v, err := cuda.DriverVersion(); err != nil {
+		if !cuda.IsNoDriver(err) {
+			return nil, err
+		}
+		r.NoGPU = err.Error()
+	} else {
+		r.Driver = &driverInfo{Version: v, CUDA: fmt.Sprintf("%d.%d", v/1000, v%1000/10), Library: cuda.LibraryPath()}
+		n, err := cuda.DeviceCount()
+		if err != nil {
+			return nil, err
+		}
+		for i := range n {
+			d, err := cuda.GetDevice(i)
+			if err != nil {
+				return nil, err
+			}
+			p, err := d.Properties()
+			if err != nil {
+				return nil, fmt.Errorf("device %d: %w", i, err)
+			}
+			r.Devices = append(r.Devices, p)
+		}
+	}
+	var err error
+	if r.Host.MemInfo, err = hostmem.ReadMemInfo(); err != nil {
+		return nil, err
+	}
+	if r.Host.MemlockSoft, r.Host.MemlockHard, err = hostmem.LockLimit(); err != nil {
+		return nil, err
+	}
+	if r.Host.ProcLocked, err = hostmem.LockedBytes(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *infoReport) writeText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if r.Driver == nil {
+		fmt.Fprintf(tw, "no GPU: %s; pinpool uses its host backend (mlocked memory)\n", r.NoGPU)
+	} else {
+		fmt.Fprintf(tw, "driver:\tCUDA %s (%d), %s\n", r.Driver.CUDA, r.Driver.Version, r.Driver.Library)
+		if len(r.Devices) == 0 {
+			fmt.Fprintln(tw, "devices:\tnone")
+		}
+	}
+	for _, p := range r.Devices {
+		numa := "not reported"
+		if p.HostNUMAID >= 0 {
+			numa = fmt.Sprint(p.HostNUMAID)
+		}
+		fmt.Fprintf(tw, "device %d:\t%s, compute %s, %s, %d SMs, PCI %s\n", p.Ordinal, p.Name, p.Compute(), formatBytes(p.TotalMem), p.MultiprocessorCount, p.PCIAddress())
+		fmt.Fprintf(tw, "  integrated:\t%s\n", yesNo(p.Integrated))
+		fmt.Fprintf(tw, "  can map host memory:\t%s\n", yesNo(p.CanMapHostMemory))
+		fmt.Fprintf(tw, "  unified addressing:\t%s\n", yesNo(p.UnifiedAddressing))
+		fmt.Fprintf(tw, "  host register:\t%s (read-only: %s)\n", yesNo(p.HostRegisterSupported), yesNo(p.ReadOnlyHostRegisterSupported))
+		fmt.Fprintf(tw, "  pageable memory access:\t%s\n", yesNo(p.PageableMemoryAccess))
+		fmt.Fprintf(tw, "  copy engines:\t%d\n", p.AsyncEngineCount)
+		fmt.Fprintf(tw, "  host NUMA node:\t%s\n", numa)
+	}
+	h := r.Host
+	fmt.Fprintf(tw, "host memory:\ttotal %s, available %s, locked system-wide (Mlocked) %s\n", formatBytes(h.Total), formatBytes(h.Available), formatBytes(h.Mlocked))
+	fmt.Fprintf(tw, "RLIMIT_MEMLOCK:\tsoft %s, hard %s\n", formatBytes(h.MemlockSoft), formatBytes(h.MemlockHard))
+	fmt.Fprintf(tw, "this process locked:\t%s\n", formatBytes(h.ProcLocked))
+	return tw.Flush()
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/pinpool/pinpool/cuda"
+)
+
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+func TestInfoText(t *testing.T) {
+	out, errOut, code := runCLI(t, "info")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{"host memory:", "RLIMIT_MEMLOCK:", "this process locked:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "no GPU:") != (cuda.Load() != nil) {
+		t.Errorf("no-GPU line does not match the driver state (%v):\n%s", cuda.Load(), out)
+	}
+}
+
+func TestInfoJSON(t *testing.T) {
+	out, errOut, code := runCLI(t, "info", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	var r infoReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("JSON does not parse: %v\n%s", err, out)
+	}
+	if r.Host.Total == 0 || r.Host.Available == 0 || r.Host.MemlockSoft == 0 {
+		t.Errorf("host fields missing: %+v", r.Host)
+	}
+	if (r.Driver == nil) == (r.NoGPU == "") {
+		t.Errorf("exactly one of driver and no_gpu must be set: %+v / %q", r.Driver, r.NoGPU)
+	}
+	if r.Driver != nil && len(r.Devices) == 0 {
+		t.Error("a driver with no devices listed")
+	}
+	for _, d := range r.Devices {
+		if d.Name == "" || d.TotalMem == 0 {
+			t.Errorf("device %+v", d)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"bogus"}, {"info", "--no-such-flag"}, {}} {
+		_, errOut, code := runCLI(t, args...)
+		if code != 2 {
+			t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, errOut)
+		}
+	}
+	if out, _, code := runCLI(t, "--help"); code != 0 || !strings.Contains(out, "info") {
+		t.Errorf("--help: exit %d, output %q", code, out)
+	}
+}
+
+// TestInfoWithoutDriver runs the test binary again with the driver search
+// pointed at nothing: info must say so in one line and exit 0.
+func TestInfoWithoutDriver(t *testing.T) {
+	if os.Getenv("PINPOOL_INFO_CHILD") != "" {
+		os.Exit(run([]string{"info"}, os.Stdout, os.Stderr))
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestInfoWithoutDriver$")
+	cmd.Env = append(os.Environ(), "PINPOOL_INFO_CHILD=1", cuda.EnvLibrary+"=/nonexistent/libcuda.so.1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("info without a driver failed: %v\n%s", err, out)
+	}
+	if n := strings.Count(string(out), "no GPU:"); n != 1 {
+		t.Fatalf("want one no-GPU line, got %d:\n%s", n, out)
+	}
+	if !strings.Contains(string(out), "host backend") || !strings.Contains(string(out), "host memory:") {
+		t.Fatalf("output:\n%s", out)
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for _, tt := range []struct {
+		n    uint64
+		want string
+	}{
+		{0, "0 B"}, {1023, "1023 B"}, {1024, "1.00 KiB"}, {3110400, "2.97 MiB"},
+		{64 << 20, "64.0 MiB"}, {150 << 30, "150 GiB"}, {1<<64 - 1, "unlimited"},
+	} {
+		if got := formatBytes(tt.n); got != tt.want {
+			t.Errorf("formatBytes(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}

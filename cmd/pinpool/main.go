@@ -1,0 +1,71 @@
+// Command pinpool inspects and measures pinned (page-locked) host memory on
+// this machine: what the GPU driver and the kernel allow (info), and, in later
+// versions, how fast each kind of memory moves data (bench), the seed's pool
+// workload (stress) and recommendations (advise).
+//
+// Usage:
+//
+//	pinpool info [--json]
+//
+// Exit status: 0 on success, 1 on failure, 2 on a usage error. No GPU is not
+// a failure: the tool says so in one line and reports the host side.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/alecthomas/kong"
+)
+
+// cli is the command line: one field per subcommand, each in its own file.
+type cli struct {
+	Info infoCmd `cmd:"" help:"Show the CUDA driver, each device's pinned-memory attributes, and the host's locked-memory limits."`
+}
+
+// globals are passed to every subcommand's Run.
+type globals struct {
+	stdout, stderr io.Writer
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run parses args and runs the subcommand, returning the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	var c cli
+	exit := -1
+	parser, err := kong.New(&c,
+		kong.Name("pinpool"),
+		kong.Description("Pinned host memory for CUDA: inspect, measure, advise."),
+		kong.UsageOnError(),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { exit = code }),
+	)
+	if err != nil {
+		fmt.Fprintln(stderr, "pinpool:", err)
+		return 1
+	}
+	ctx, err := parser.Parse(args)
+	if exit >= 0 { // --help
+		return exit
+	}
+	if err != nil {
+		var pe *kong.ParseError
+		if errors.As(err, &pe) {
+			fmt.Fprintln(stderr, "pinpool:", err)
+			_ = pe.Context.PrintUsage(true)
+			return 2
+		}
+		fmt.Fprintln(stderr, "pinpool:", err)
+		return 2
+	}
+	if err := ctx.Run(&globals{stdout: stdout, stderr: stderr}); err != nil {
+		fmt.Fprintln(stderr, "pinpool:", err)
+		return 1
+	}
+	return 0
+}

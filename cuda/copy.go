@@ -1,0 +1,80 @@
+package cuda
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// CopyHtoD copies src from host memory (any memory, pageable or pinned) to
+// the device at dst, and returns when the copy is done.
+func (c *Context) CopyHtoD(dst DevicePtr, src []byte) error {
+	if len(src) == 0 {
+		return nil
+	}
+	r := c.call(fn.cuMemcpyHtoD, uintptr(dst), uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src)))
+	runtime.KeepAlive(src)
+	return check("cuMemcpyHtoD", r)
+}
+
+// CopyDtoH copies len(dst) bytes from the device at src into host memory dst
+// (any memory), and returns when the copy is done.
+func (c *Context) CopyDtoH(dst []byte, src DevicePtr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	r := c.call(fn.cuMemcpyDtoH, uintptr(unsafe.Pointer(unsafe.SliceData(dst))), uintptr(src), uintptr(len(dst)))
+	runtime.KeepAlive(dst)
+	return check("cuMemcpyDtoH", r)
+}
+
+// CopyDtoD copies n bytes between device addresses.
+func (c *Context) CopyDtoD(dst, src DevicePtr, n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: CopyDtoD of %d bytes", ErrSize, n)
+	}
+	if n == 0 {
+		return nil
+	}
+	return check("cuMemcpyDtoD", c.call(fn.cuMemcpyDtoD, uintptr(dst), uintptr(src), uintptr(n)))
+}
+
+// CopyHtoDAsync queues a copy of src to the device at dst on the stream and
+// returns at once. src must be page-locked (ErrNotPinned otherwise) and must
+// not be changed or freed until the copy has completed: record an event
+// after it and wait for the event, or release a pool buffer with
+// ReleaseAfter(event).
+func (s *Stream) CopyHtoDAsync(dst DevicePtr, src []byte) error {
+	if err := checkPinned(src); err != nil {
+		return err
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	return check("cuMemcpyHtoDAsync", s.ctx.fast(fn.cuMemcpyHtoDAsync, uintptr(dst), uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src)), s.handle))
+}
+
+// CopyDtoHAsync queues a copy of len(dst) bytes from the device at src into
+// dst on the stream and returns at once. dst must be page-locked
+// (ErrNotPinned otherwise); its contents are valid once the stream has
+// passed the copy.
+func (s *Stream) CopyDtoHAsync(dst []byte, src DevicePtr) error {
+	if err := checkPinned(dst); err != nil {
+		return err
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	return check("cuMemcpyDtoHAsync", s.ctx.fast(fn.cuMemcpyDtoHAsync, uintptr(unsafe.Pointer(unsafe.SliceData(dst))), uintptr(src), uintptr(len(dst)), s.handle))
+}
+
+// CopyDtoDAsync queues a copy of n bytes between device addresses.
+func (s *Stream) CopyDtoDAsync(dst, src DevicePtr, n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: CopyDtoDAsync of %d bytes", ErrSize, n)
+	}
+	if n == 0 {
+		return nil
+	}
+	return check("cuMemcpyDtoDAsync", s.ctx.fast(fn.cuMemcpyDtoDAsync, uintptr(dst), uintptr(src), uintptr(n), s.handle))
+}

@@ -1,0 +1,122 @@
+package cuda
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The pinned-range registry: every range this package allocated with
+// cuMemHostAlloc or registered with cuMemHostRegister, kept sorted in a
+// copy-on-write slice so that asynchronous copies can check their host
+// memory without a driver call or a lock.
+var pinned struct {
+	mu    sync.Mutex             // serialises writers
+	spans atomic.Pointer[[]span] // sorted by start, non-overlapping
+}
+
+type span struct{ start, end uintptr }
+
+func addPinned(start, n uintptr) {
+	pinned.mu.Lock()
+	defer pinned.mu.Unlock()
+	var cur []span
+	if p := pinned.spans.Load(); p != nil {
+		cur = *p
+	}
+	i, _ := slices.BinarySearchFunc(cur, start, func(s span, t uintptr) int { return cmpUintptr(s.start, t) })
+	next := slices.Insert(slices.Clone(cur), i, span{start, start + n})
+	pinned.spans.Store(&next)
+}
+
+func removePinned(start uintptr) {
+	pinned.mu.Lock()
+	defer pinned.mu.Unlock()
+	p := pinned.spans.Load()
+	if p == nil {
+		return
+	}
+	i, ok := slices.BinarySearchFunc(*p, start, func(s span, t uintptr) int { return cmpUintptr(s.start, t) })
+	if !ok {
+		return
+	}
+	next := slices.Delete(slices.Clone(*p), i, i+1)
+	pinned.spans.Store(&next)
+}
+
+func cmpUintptr(a, b uintptr) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// knownPinned reports whether [p, p+n) lies inside one registered range.
+func knownPinned(p, n uintptr) bool {
+	sp := pinned.spans.Load()
+	if sp == nil {
+		return false
+	}
+	s := *sp
+	// The last span starting at or before p.
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s[m].start <= p {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return false
+	}
+	r := s[lo-1]
+	return p >= r.start && p+n <= r.end && p+n >= p
+}
+
+// pointer attributes and memory types of cuPointerGetAttribute.
+const (
+	pointerAttrMemoryType = 2
+	memoryTypeHost        = 1
+)
+
+// checkPinned returns nil when b is page-locked host memory: first by the
+// registry, else by asking the driver about its first and last byte (memory
+// pinned by other code in the process). Ordinary Go memory gets ErrNotPinned.
+func checkPinned(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if knownPinned(p, uintptr(len(b))) {
+		return nil
+	}
+	if driverPinned(p) && driverPinned(p+uintptr(len(b))-1) {
+		return nil
+	}
+	return fmt.Errorf("%w: %d bytes at %#x are pageable (use pinned memory from a pool, HostAlloc or HostRegister)", ErrNotPinned, len(b), p)
+}
+
+func driverPinned(p uintptr) bool {
+	if fn.cuPointerGetAttribute == 0 {
+		return false
+	}
+	var mt uint32
+	r := invoke(fn.cuPointerGetAttribute, uintptr(unsafe.Pointer(&mt)), pointerAttrMemoryType, p)
+	return r == Success && mt == memoryTypeHost
+}
+
+// IsPinned reports whether b is page-locked host memory that asynchronous
+// copies accept.
+func IsPinned(b []byte) bool {
+	if Load() != nil {
+		return false
+	}
+	return checkPinned(b) == nil
+}

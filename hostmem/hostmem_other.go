@@ -1,0 +1,18 @@
+//go:build !linux
+
+package hostmem
+
+// Map returns ErrUnsupported: the real implementation is Linux only.
+func Map(size int, opt Options) (*Region, error) { return nil, ErrUnsupported }
+
+// Alloc returns ErrUnsupported: the real implementation is Linux only.
+func Alloc(size int, opt Options) (*Region, error) { return nil, ErrUnsupported }
+
+// LockLimit returns ErrUnsupported: the real implementation is Linux only.
+func LockLimit() (soft, hard uint64, err error) { return 0, 0, ErrUnsupported }
+
+// LockedBytes returns ErrUnsupported: the real implementation is Linux only.
+func LockedBytes() (uint64, error) { return 0, ErrUnsupported }
+
+// release is never reached: no Region is made on this system.
+func (r *Region) release() error { return ErrUnsupported }

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Runs every GPU test and benchmark on the GPU host, from binaries built by
+# scripts/gpu-build.sh (the GPU host has no Go toolchain), and the C
+# references in scripts/ref/ compiled there with nvcc. Logs go to ./gpu-logs;
+# when $OUT is set (the device tool, which returns at most 8 files) they are
+# also packed into $OUT/gpu-logs.tgz with summary.txt beside it. Exit status:
+# non-zero if any test failed.
+#
+#   scripts/gpu-check.sh            # all tests, then all benchmarks
+#   BENCH=0 scripts/gpu-check.sh    # tests only
+#   RUN='GPU' BENCH='CallOverhead' scripts/gpu-check.sh   # filters
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+logs=$root/gpu-logs
+rm -rf "$logs"
+mkdir -p "$logs"
+pack() {
+	if [ -n "${OUT:-}" ]; then
+		tar czf "$OUT/gpu-logs.tgz" -C "$logs" .
+		cp "$summary" "$OUT/summary.txt"
+	fi
+}
+trap pack EXIT
+RUN=${RUN:-.}
+BENCH=${BENCH:-.}
+BENCHTIME=${BENCHTIME:-1s}
+COUNT=${COUNT:-1}
+summary=$logs/summary.txt
+: >"$summary"
+status=0
+
+{
+	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "host: $(hostname) $(uname -srm), $(nproc) cores"
+	nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current,memory.total --format=csv,noheader 2>&1 || true
+	command -v nvcc >/dev/null && nvcc --version | tail -2
+	git -C "$root" rev-parse --short HEAD 2>/dev/null || true
+} | tee "$logs/machine.txt"
+
+# CUDA C cross-check: the .cu source of the hand-written PTX must compile.
+if command -v nvcc >/dev/null; then
+	if nvcc -ptx -arch=compute_75 -o "$logs/kernels-nvcc.ptx" cuda/kernels.cu >"$logs/nvcc.txt" 2>&1; then
+		echo "nvcc kernels.cu: ok" | tee -a "$summary"
+	else
+		echo "nvcc kernels.cu: FAILED (see nvcc.txt)" | tee -a "$summary"
+		status=1
+	fi
+	# C references (scripts/ref/*.c, *.cu): build, run, log.
+	for c in scripts/ref/*.c scripts/ref/*.cu; do
+		[ -f "$c" ] || continue
+		ref=$(basename "${c%.*}")
+		if nvcc -O2 -x cu -o ".gpu/$ref" "$c" -lcuda >>"$logs/nvcc.txt" 2>&1; then
+			".gpu/$ref" >"$logs/ref-$ref.txt" 2>&1 && echo "ref $ref: ok" | tee -a "$summary" || { echo "ref $ref: FAILED" | tee -a "$summary"; status=1; }
+		else
+			echo "nvcc $c: FAILED (see nvcc.txt)" | tee -a "$summary"; status=1
+		fi
+	done
+fi
+
+shopt -s nullglob
+tests=(.gpu/*.test)
+if [ ${#tests[@]} -eq 0 ]; then
+	echo "no test binaries in .gpu/: run scripts/gpu-build.sh first and carry .gpu" | tee -a "$summary"
+	exit 2
+fi
+for bin in "${tests[@]}"; do
+	name=$(basename "$bin" .test)
+	dir=${name//-//}
+	[ "$name" = pinpool ] && dir=.
+	[ -d "$dir" ] || dir=.
+	log=$logs/test-$name.txt
+	(cd "$dir" && "$root/$bin" -test.v -test.count=1 -test.timeout=20m -test.run "$RUN" -test.bench '^$') >"$log" 2>&1
+	rc=$?
+	pass=$(grep -c -- '^\s*--- PASS' "$log")
+	fail=$(grep -c -- '^\s*--- FAIL' "$log")
+	skip=$(grep -c -- '^\s*--- SKIP' "$log")
+	printf 'test %-12s rc=%d pass=%d fail=%d skip=%d\n' "$name" "$rc" "$pass" "$fail" "$skip" | tee -a "$summary"
+	[ $rc -ne 0 ] && status=1 && grep -B2 -A20 -- '--- FAIL' "$log" | head -60
+done
+
+if [ "$BENCH" != 0 ]; then
+	for bin in "${tests[@]}"; do
+		name=$(basename "$bin" .test)
+		dir=${name//-//}
+		[ "$name" = pinpool ] && dir=.
+		[ -d "$dir" ] || dir=.
+		log=$logs/bench-$name.txt
+		(cd "$dir" && "$root/$bin" -test.run '^$' -test.bench "$BENCH" -test.benchmem -test.benchtime "$BENCHTIME" -test.count "$COUNT" -test.cpu "${CPUS:-1}") >"$log" 2>&1 || status=1
+		grep -E '^(Benchmark|ok|FAIL|PASS)' "$log" | grep -c Benchmark | xargs printf "bench %-11s %s results\n" "$name" | tee -a "$summary"
+	done
+fi
+echo "---- summary ($( [ $status -eq 0 ] && echo ok || echo FAILED ))"
+cat "$summary"
+exit $status
