@@ -3,7 +3,7 @@ module github.com/pinpool/pinpool
 go 1.26.0
 
 require (
-	github.com/alecthomas/kong v1.17.0 // indirect
-	github.com/ebitengine/purego v0.11.3 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/alecthomas/kong v1.17.0
+	github.com/ebitengine/purego v0.11.3
+	golang.org/x/sys v0.50.0
 )

@@ -1,0 +1,47 @@
+package pinpool
+
+import (
+	"fmt"
+
+	"github.com/pinpool/pinpool/hostmem"
+)
+
+// HostBackend allocates real locked memory without a GPU: anonymous mmap,
+// parallel prefault and mlock (package hostmem), with optional huge pages and
+// NUMA binding. It is the backend when no CUDA driver is found, and what
+// tests use. Its memory is not mapped into any device.
+type HostBackend struct {
+	opt hostmem.Options
+}
+
+// NewHostBackend returns a host backend with the given mapping options.
+func NewHostBackend(opt hostmem.Options) *HostBackend { return &HostBackend{opt: opt} }
+
+// Name is "host(mlock)", with the options that are set.
+func (h *HostBackend) Name() string {
+	n := "host(mlock"
+	if h.opt.HugePages {
+		n += ",hugepages"
+	}
+	if h.opt.BindNUMA {
+		n += fmt.Sprintf(",numa=%d", h.opt.NUMANode)
+	}
+	return n + ")"
+}
+
+// Alloc maps, prefaults and locks size bytes.
+func (h *HostBackend) Alloc(size int) (Allocation, error) {
+	r, err := hostmem.Alloc(size, h.opt)
+	if err != nil {
+		return nil, err
+	}
+	return hostAllocation{r}, nil
+}
+
+type hostAllocation struct{ r *hostmem.Region }
+
+func (a hostAllocation) Bytes() []byte { return a.r.Bytes() }
+func (a hostAllocation) Free() error   { return a.r.Unmap() }
+func (a hostAllocation) DevicePointer() (uintptr, error) {
+	return 0, ErrNotMapped
+}

@@ -1,0 +1,66 @@
+package pinpool
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// budget counts the bytes the pool holds and enforces Options.Budget. It
+// also wakes Get calls that wait for room: they wait on a channel that is
+// closed (and replaced) whenever memory is released or freed.
+type budget struct {
+	limit   int64 // 0: none
+	held    atomic.Int64
+	peak    atomic.Int64
+	waiters atomic.Int32
+
+	mu   sync.Mutex
+	wake chan struct{}
+}
+
+// tryReserve adds n to the held bytes if that stays within the limit.
+func (b *budget) tryReserve(n int64) bool {
+	for {
+		h := b.held.Load()
+		if b.limit > 0 && h+n > b.limit {
+			return false
+		}
+		if b.held.CompareAndSwap(h, h+n) {
+			for {
+				pk := b.peak.Load()
+				if h+n <= pk || b.peak.CompareAndSwap(pk, h+n) {
+					return true
+				}
+			}
+		}
+	}
+}
+
+// release subtracts n freed bytes and wakes waiters.
+func (b *budget) release(n int64) {
+	b.held.Add(-n)
+	b.broadcast()
+}
+
+// channel returns the channel the next broadcast closes.
+func (b *budget) channel() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.wake == nil {
+		b.wake = make(chan struct{})
+	}
+	return b.wake
+}
+
+// broadcast wakes every waiter, if any.
+func (b *budget) broadcast() {
+	if b.waiters.Load() == 0 {
+		return
+	}
+	b.mu.Lock()
+	if b.wake != nil {
+		close(b.wake)
+		b.wake = nil
+	}
+	b.mu.Unlock()
+}

@@ -1,0 +1,222 @@
+package cudahost
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/pinpool/pinpool/cuda"
+	"github.com/pinpool/pinpool/hostmem"
+)
+
+// Backend makes pinned host memory for one CUDA device with one Method and
+// one set of flags. It has the methods of the pool's backend interface
+// (pinpool.Backend) except that Alloc returns the concrete *Chunk; the pool
+// wraps it in a small adapter. All methods are safe for concurrent use.
+//
+// A Backend holds a reference on the device's primary context from New until
+// Close has been called and the last Chunk has been freed, whichever comes
+// last, so chunks stay freeable after Close.
+type Backend struct {
+	ctx        *cuda.Context
+	props      cuda.Properties
+	opt        Options // resolved: Method is HostAlloc or Register
+	name       string
+	allocFlags cuda.HostAllocFlags
+	regFlags   cuda.HostRegisterFlags
+	regChunk   int // RegisterChunk rounded up to the system page size
+
+	// releaseCtx releases the primary context (ctx.Close); tests replace it.
+	releaseCtx func() error
+
+	mu     sync.Mutex
+	closed bool
+	refs   int // 1 until Close, plus one per live chunk and Alloc in progress
+}
+
+// New retains the primary context of device opt.Device, checks opt against
+// the device's properties, and returns a backend that allocates with the
+// chosen method. Errors:
+//   - no CUDA driver or device: an error wrapping cuda.ErrNoDriver or
+//     cuda.ErrNoDevice (cuda.IsNoDriver reports true), the condition under
+//     which callers fall back to host memory;
+//   - options that contradict each other: ErrInvalidOption (checked before
+//     the driver is touched);
+//   - options the device cannot honour: ErrUnsupported or ErrCannotMap.
+func New(opt Options) (*Backend, error) {
+	if err := checkOptions(opt); err != nil {
+		return nil, err
+	}
+	ctx, err := cuda.NewContext(opt.Device)
+	if err != nil {
+		return nil, fmt.Errorf("cudahost: device %d: %w", opt.Device, err)
+	}
+	props, err := ctx.Device().Properties()
+	if err != nil {
+		return nil, also(fmt.Errorf("cudahost: device %d: reading properties: %w", opt.Device, err), ctxCloseErr(ctx.Close()))
+	}
+	resolved, err := validate(opt, props)
+	if err != nil {
+		return nil, also(err, ctxCloseErr(ctx.Close()))
+	}
+	return newBackend(ctx, props, resolved, ctx.Close), nil
+}
+
+func ctxCloseErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("cudahost: releasing the primary context: %w", err)
+}
+
+// newBackend builds a Backend from resolved options.
+func newBackend(ctx *cuda.Context, props cuda.Properties, opt Options, release func() error) *Backend {
+	b := &Backend{ctx: ctx, props: props, opt: opt, name: opt.name(), releaseCtx: release, refs: 1}
+	b.allocFlags, b.regFlags = opt.flags()
+	if opt.Method == Register {
+		page := os.Getpagesize()
+		b.regChunk = (opt.RegisterChunk + page - 1) / page * page
+	}
+	return b
+}
+
+// Name describes the backend: "cuda:ORDINAL/METHOD" followed by "+FLAG" for
+// each option set, in the order wc, ro, portable, mapped, huge, numaN; for
+// example "cuda:0/register" or "cuda:0/hostalloc+wc+mapped".
+func (b *Backend) Name() string { return b.name }
+
+// Options returns the options the backend runs with: those given to New with
+// Method resolved (never Auto) and, for Register, RegisterChunk set.
+func (b *Backend) Options() Options { return b.opt }
+
+// Properties returns the device's properties, read once by New.
+func (b *Backend) Properties() cuda.Properties { return b.props }
+
+// Context returns the device's primary context, for callers that need to
+// make streams, device memory or copies next to the backend's memory. It is
+// valid until Close has been called and every Chunk has been freed.
+func (b *Backend) Context() *cuda.Context { return b.ctx }
+
+// Close stops the backend: later Alloc calls fail with ErrClosed. The
+// primary context is released now if no Chunk is live, else when the last
+// one is freed; chunks still out stay usable and must still be freed. A
+// second Close returns ErrClosed.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return ErrClosed
+	}
+	b.closed = true
+	b.mu.Unlock()
+	return b.release()
+}
+
+// acquire takes a reference for an allocation, unless the backend is closed.
+func (b *Backend) acquire() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return fmt.Errorf("%w: %s: Alloc after Close", ErrClosed, b.name)
+	}
+	b.refs++
+	return nil
+}
+
+// release drops a reference; the last one releases the primary context.
+func (b *Backend) release() error {
+	b.mu.Lock()
+	b.refs--
+	last := b.refs == 0
+	b.mu.Unlock()
+	if !last {
+		return nil
+	}
+	return ctxCloseErr(b.releaseCtx())
+}
+
+// Alloc returns a new chunk of size bytes of pinned host memory, page
+// aligned. size must be a positive multiple of 4096 (ErrInvalidSize
+// otherwise). It is slow (a driver call that pins every page, plus mmap and
+// prefault for Register) and must be kept off hot paths. On failure nothing
+// is left allocated, mapped or registered. After Close it fails with
+// ErrClosed.
+func (b *Backend) Alloc(size int) (*Chunk, error) {
+	if size <= 0 || size%pageUnit != 0 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrInvalidSize, size)
+	}
+	if err := b.acquire(); err != nil {
+		return nil, err
+	}
+	var c *Chunk
+	var err error
+	if b.opt.Method == Register {
+		c, err = b.allocRegister(size)
+	} else {
+		c, err = b.allocHost(size)
+	}
+	if err != nil {
+		return nil, also(err, b.release())
+	}
+	return c, nil
+}
+
+// allocHost allocates with cuMemHostAlloc.
+func (b *Backend) allocHost(size int) (*Chunk, error) {
+	m, err := b.ctx.HostAlloc(size, b.allocFlags)
+	if err != nil {
+		return nil, fmt.Errorf("cudahost: %s: allocating %d bytes: %w", b.name, size, err)
+	}
+	return b.finish(m.Bytes()[:size:size], []part{m}, nil)
+}
+
+// allocRegister maps, prefaults and registers size bytes.
+func (b *Backend) allocRegister(size int) (*Chunk, error) {
+	r, err := hostmem.Map(size, hostmem.Options{
+		HugePages:       b.opt.HugePages,
+		BindNUMA:        b.opt.BindNUMA,
+		NUMANode:        b.opt.NUMANode,
+		PrefaultWorkers: b.opt.PrefaultWorkers,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cudahost: %s: mapping %d bytes: %w", b.name, size, err)
+	}
+	mem := r.Bytes()
+	parts, err := registerParts(mem[:cap(mem)], b.regChunk, func(p []byte) (part, error) {
+		return b.ctx.HostRegister(p, b.regFlags)
+	})
+	if err != nil {
+		return nil, also(fmt.Errorf("cudahost: %s: %w", b.name, err), unmapErr(r.Unmap()))
+	}
+	return b.finish(mem[:size:size], parts, r)
+}
+
+// finish makes the Chunk and, for mapped memory, looks up its device
+// pointer; on failure it frees what was made.
+func (b *Backend) finish(mem []byte, parts []part, r unmapper) (*Chunk, error) {
+	c := &Chunk{b: b, mem: mem, parts: parts, region: r}
+	if b.opt.Mapped {
+		d, err := devicePointer(parts)
+		if err != nil {
+			return nil, also(fmt.Errorf("cudahost: %s: %w", b.name, err), c.freeMemory())
+		}
+		c.dptr, c.mapped = d, true
+	}
+	return c, nil
+}
+
+func unmapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("cudahost: unmapping: %w", err)
+}
+
+// also returns err, joined with cleanup when the cleanup failed too.
+func also(err, cleanup error) error {
+	if cleanup == nil {
+		return err
+	}
+	return errors.Join(err, cleanup)
+}

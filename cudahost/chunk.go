@@ -1,0 +1,155 @@
+package cudahost
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// part is one piece of pinned memory from the driver: a *cuda.HostMem from
+// cuMemHostAlloc or from one cuMemHostRegister call.
+type part interface {
+	Len() int
+	DevicePointer() (cuda.DevicePtr, error)
+	Free() error
+}
+
+// unmapper is the mapping of a Register chunk: a *hostmem.Region.
+type unmapper interface {
+	Unmap() error
+}
+
+// Chunk is one allocation from a Backend: page-aligned pinned host memory
+// that asynchronous copies accept. It has the methods of the pool's
+// allocation interface (pinpool.Allocation). Its methods are safe for
+// concurrent use; the memory must not be used after Free.
+type Chunk struct {
+	b      *Backend
+	mem    []byte // len == cap == the size asked of Alloc
+	parts  []part // in address order
+	region unmapper
+	dptr   uintptr
+	mapped bool
+	freed  atomic.Bool
+}
+
+// Bytes returns the memory; its length is the size given to Alloc. It
+// returns nil after Free.
+func (c *Chunk) Bytes() []byte {
+	if c.freed.Load() {
+		return nil
+	}
+	return c.mem
+}
+
+// Pointer returns the address of the first byte, or nil after Free.
+func (c *Chunk) Pointer() unsafe.Pointer {
+	if c.freed.Load() {
+		return nil
+	}
+	return unsafe.Pointer(unsafe.SliceData(c.mem))
+}
+
+// Len returns the size given to Alloc.
+func (c *Chunk) Len() int { return len(c.mem) }
+
+// DevicePointer returns the device address of the chunk's first byte when
+// the backend maps its memory (Options.Mapped), so that kernels can read and
+// write it in place; the whole chunk is contiguous at that address. Without
+// Mapped it returns an error wrapping cuda.ErrNotMapped; after Free,
+// ErrFreed.
+func (c *Chunk) DevicePointer() (uintptr, error) {
+	if c.freed.Load() {
+		return 0, ErrFreed
+	}
+	if !c.mapped {
+		return 0, fmt.Errorf("cudahost: %s: the chunk is not mapped (set Options.Mapped): %w", c.b.name, cuda.ErrNotMapped)
+	}
+	return c.dptr, nil
+}
+
+// Free gives the memory back: cuMemFreeHost for HostAlloc; for Register,
+// cuMemHostUnregister of every part, then munmap. Both synchronise with the
+// device, so keep Free off hot paths, and call it only when no copy or
+// kernel uses the memory any more. Free frees everything it can even when a
+// step fails, and returns the failures. Freeing the last chunk of a closed
+// Backend releases its primary context. A second Free returns ErrFreed.
+func (c *Chunk) Free() error {
+	if c.freed.Swap(true) {
+		return ErrFreed
+	}
+	return also(c.freeMemory(), c.b.release())
+}
+
+// freeMemory unregisters or frees every part, then unmaps the region.
+func (c *Chunk) freeMemory() error {
+	var errs []error
+	for _, p := range c.parts {
+		if err := p.Free(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.region != nil {
+		if err := c.region.Unmap(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("cudahost: %s: freeing %d bytes: %w", c.b.name, len(c.mem), errors.Join(errs...))
+}
+
+// registerParts registers mem in consecutive parts of at most chunk bytes
+// with reg. On failure it frees the parts already registered, last first,
+// and returns the error of reg joined with any error of that undoing.
+func registerParts(mem []byte, chunk int, reg func([]byte) (part, error)) ([]part, error) {
+	if chunk <= 0 {
+		chunk = len(mem)
+	}
+	parts := make([]part, 0, (len(mem)-1)/chunk+1)
+	for off := 0; off < len(mem); {
+		n := min(chunk, len(mem)-off)
+		p, err := reg(mem[off : off+n : off+n])
+		if err != nil {
+			errs := []error{fmt.Errorf("registering bytes [%d, %d) of %d (part %d): %w", off, off+n, len(mem), len(parts)+1, err)}
+			for i := len(parts) - 1; i >= 0; i-- {
+				if uerr := parts[i].Free(); uerr != nil {
+					errs = append(errs, fmt.Errorf("undoing part %d: %w", i+1, uerr))
+				}
+			}
+			return nil, errors.Join(errs...)
+		}
+		parts = append(parts, p)
+		off += n
+	}
+	return parts, nil
+}
+
+// devicePointer returns the device address of the first part and checks that
+// every later part follows it contiguously, so that one pointer covers the
+// whole chunk.
+func devicePointer(parts []part) (uintptr, error) {
+	if len(parts) == 0 {
+		return 0, fmt.Errorf("%w: no memory", ErrCannotMap)
+	}
+	first, err := parts[0].DevicePointer()
+	if err != nil {
+		return 0, fmt.Errorf("device pointer: %w", err)
+	}
+	off := uintptr(parts[0].Len())
+	for i, p := range parts[1:] {
+		d, err := p.DevicePointer()
+		if err != nil {
+			return 0, fmt.Errorf("device pointer of part %d: %w", i+2, err)
+		}
+		if uintptr(d) != uintptr(first)+off {
+			return 0, fmt.Errorf("%w: registered part %d maps to %#x, not %#x right after the previous part (raise RegisterChunk)", ErrCannotMap, i+2, uintptr(d), uintptr(first)+off)
+		}
+		off += uintptr(p.Len())
+	}
+	return uintptr(first), nil
+}

@@ -1,0 +1,233 @@
+package cudahost
+
+import (
+	"fmt"
+
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// DefaultRegisterChunk is the RegisterChunk used when Options.RegisterChunk
+// is zero: 64 GiB. Single registrations of 512 GiB and more have been seen
+// to fail, so larger allocations are registered in parts of this size.
+const DefaultRegisterChunk = 64 << 30
+
+// pageUnit is the granularity of sizes and of RegisterChunk.
+const pageUnit = 4096
+
+// Options configures a Backend. The zero value uses device 0, picks the
+// faster method for it (Auto), and asks for plain pinned memory: not
+// portable, not mapped, not write-combined, on normal pages, with no NUMA
+// binding.
+type Options struct {
+	// Device is the CUDA device ordinal (0 is the first device). The
+	// backend retains that device's primary context.
+	Device int
+
+	// Method is how memory is made: HostAlloc, Register, or Auto (the zero
+	// value), which picks one from the device's properties; see Auto.
+	Method Method
+
+	// Portable makes the memory pinned for every CUDA context in the
+	// process, not only the device's primary context (the Portable flag of
+	// cuMemHostAlloc and cuMemHostRegister).
+	Portable bool
+
+	// Mapped maps the memory into the device's address space (the DeviceMap
+	// flag), so kernels can read and write it directly (zero-copy) through
+	// Chunk.DevicePointer. New fails with ErrCannotMap when the device
+	// cannot map host memory.
+	Mapped bool
+
+	// WriteCombined allocates write-combined memory: fast for the CPU to
+	// write and the GPU to read over PCIe, very slow for the CPU to read.
+	// HostAlloc method only (Register has no such flag); with Register New
+	// fails with ErrInvalidOption. On the reference H200 host it gives no
+	// transfer gain.
+	WriteCombined bool
+
+	// ReadOnly registers the memory as read-only for the device (the
+	// ReadOnly flag of cuMemHostRegister): the device may read it, not
+	// write it, so device-to-host copies into it are not allowed. Register
+	// method only, and only on devices whose properties report
+	// ReadOnlyHostRegisterSupported (ErrUnsupported otherwise).
+	ReadOnly bool
+
+	// HugePages advises transparent huge pages for the mapping (Register
+	// method only): fewer page faults when prefaulting and fewer pages for
+	// the driver to pin. Best effort.
+	HugePages bool
+
+	// BindNUMA binds the mapping to host NUMA node NUMANode before it is
+	// touched (Register method only). It is never done implicitly: when
+	// BindNUMA is false the kernel's default policy places the pages (first
+	// touch, by the prefault workers), even if the device reports a nearest
+	// node in Properties.HostNUMAID. Callers that want memory next to the
+	// GPU set BindNUMA and NUMANode = Properties().HostNUMAID themselves
+	// (when it is >= 0).
+	BindNUMA bool
+
+	// NUMANode is the node BindNUMA binds to.
+	NUMANode int
+
+	// PrefaultWorkers is the number of goroutines that prefault a new
+	// mapping (Register method only); zero or negative means the hostmem
+	// default, min(GOMAXPROCS, 8).
+	PrefaultWorkers int
+
+	// RegisterChunk is the most bytes one cuMemHostRegister call pins
+	// (Register method only): a larger allocation is registered as several
+	// consecutive registrations, all undone on failure and on Free. Zero
+	// means DefaultRegisterChunk; otherwise it must be a positive multiple
+	// of 4096 (it is rounded up to the system page size where pages are
+	// larger). A copy whose host range crosses a part boundary is still
+	// correct, but the driver may treat it as pageable.
+	RegisterChunk int
+}
+
+// registerOnly reports whether opt asks for something only the Register
+// method has.
+func (opt Options) registerOnly() bool { return opt.ReadOnly || opt.HugePages || opt.BindNUMA }
+
+// checkOptions validates what does not depend on the device.
+func checkOptions(opt Options) error {
+	switch {
+	case opt.Method != Auto && opt.Method != HostAlloc && opt.Method != Register:
+		return fmt.Errorf("%w: unknown method %v", ErrInvalidOption, opt.Method)
+	case opt.Device < 0:
+		return fmt.Errorf("%w: negative device ordinal %d", ErrInvalidOption, opt.Device)
+	case opt.BindNUMA && opt.NUMANode < 0:
+		return fmt.Errorf("%w: negative NUMA node %d", ErrInvalidOption, opt.NUMANode)
+	case opt.RegisterChunk < 0 || opt.RegisterChunk%pageUnit != 0:
+		return fmt.Errorf("%w: RegisterChunk %d is not a positive multiple of %d", ErrInvalidOption, opt.RegisterChunk, pageUnit)
+	case opt.WriteCombined && opt.Method == Register:
+		return fmt.Errorf("%w: WriteCombined needs the hostalloc method (cuMemHostRegister has no write-combined flag)", ErrInvalidOption)
+	case opt.registerOnly() && opt.Method == HostAlloc:
+		return fmt.Errorf("%w: %s need the register method", ErrInvalidOption, registerOnlyNames(opt))
+	case opt.WriteCombined && opt.registerOnly():
+		return fmt.Errorf("%w: WriteCombined (hostalloc only) cannot be combined with %s (register only)", ErrInvalidOption, registerOnlyNames(opt))
+	}
+	return nil
+}
+
+func registerOnlyNames(opt Options) string {
+	s := ""
+	add := func(on bool, name string) {
+		if !on {
+			return
+		}
+		if s != "" {
+			s += ", "
+		}
+		s += name
+	}
+	add(opt.ReadOnly, "ReadOnly")
+	add(opt.HugePages, "HugePages")
+	add(opt.BindNUMA, "BindNUMA")
+	return s
+}
+
+// canRegister reports whether cuMemHostRegister is usable on the device: the
+// device says so, and it is not an integrated GPU without I/O coherency
+// (compute capability below 7.2, e.g. the Jetson TX2).
+func canRegister(p cuda.Properties) bool {
+	if p.Integrated && (p.ComputeMajor < 7 || p.ComputeMajor == 7 && p.ComputeMinor < 2) {
+		return false
+	}
+	return p.HostRegisterSupported
+}
+
+// describe names the device for error messages, e.g. "device 0 (NVIDIA
+// Jetson TX2, compute 6.2, integrated)".
+func describe(p cuda.Properties) string {
+	s := fmt.Sprintf("device %d (", p.Ordinal)
+	if p.Name != "" {
+		s += p.Name + ", "
+	}
+	s += "compute " + p.Compute()
+	if p.Integrated {
+		s += ", integrated"
+	}
+	return s + ")"
+}
+
+// validate checks opt against the device's properties and returns it
+// resolved: Method is HostAlloc or Register, RegisterChunk is set.
+func validate(opt Options, p cuda.Properties) (Options, error) {
+	if err := checkOptions(opt); err != nil {
+		return opt, err
+	}
+	if opt.Method == Auto {
+		switch {
+		case opt.WriteCombined:
+			opt.Method = HostAlloc
+		case opt.registerOnly(), canRegister(p):
+			opt.Method = Register
+		default:
+			opt.Method = HostAlloc
+		}
+	}
+	if opt.Method == Register && !canRegister(p) {
+		why := "the device does not report host-register support"
+		if p.Integrated {
+			why = "integrated GPUs need compute capability 7.2 (I/O coherency) for cuMemHostRegister"
+		}
+		if opt.registerOnly() {
+			why += "; " + registerOnlyNames(opt) + " need the register method"
+		}
+		return opt, fmt.Errorf("%w: %s: register method: %s", ErrUnsupported, describe(p), why)
+	}
+	if opt.Mapped && !p.CanMapHostMemory {
+		return opt, fmt.Errorf("%w: %s reports CanMapHostMemory false", ErrCannotMap, describe(p))
+	}
+	if opt.ReadOnly && !p.ReadOnlyHostRegisterSupported {
+		return opt, fmt.Errorf("%w: %s: ReadOnly: the device does not report read-only host-register support", ErrUnsupported, describe(p))
+	}
+	if opt.Method == Register && opt.RegisterChunk == 0 {
+		opt.RegisterChunk = DefaultRegisterChunk
+	}
+	return opt, nil
+}
+
+// flags returns the driver flags for resolved options.
+func (opt Options) flags() (cuda.HostAllocFlags, cuda.HostRegisterFlags) {
+	var a cuda.HostAllocFlags
+	var r cuda.HostRegisterFlags
+	if opt.Portable {
+		a |= cuda.HostAllocPortable
+		r |= cuda.HostRegisterPortable
+	}
+	if opt.Mapped {
+		a |= cuda.HostAllocDeviceMap
+		r |= cuda.HostRegisterDeviceMap
+	}
+	if opt.WriteCombined {
+		a |= cuda.HostAllocWriteCombined
+	}
+	if opt.ReadOnly {
+		r |= cuda.HostRegisterReadOnly
+	}
+	if opt.Method == Register {
+		return 0, r
+	}
+	return a, 0
+}
+
+// name is the backend name for resolved options, e.g. "cuda:0/register" or
+// "cuda:0/hostalloc+wc+mapped".
+func (opt Options) name() string {
+	s := fmt.Sprintf("cuda:%d/%v", opt.Device, opt.Method)
+	add := func(on bool, f string) {
+		if on {
+			s += "+" + f
+		}
+	}
+	add(opt.WriteCombined, "wc")
+	add(opt.ReadOnly, "ro")
+	add(opt.Portable, "portable")
+	add(opt.Mapped, "mapped")
+	add(opt.HugePages, "huge")
+	if opt.BindNUMA {
+		s += fmt.Sprintf("+numa%d", opt.NUMANode)
+	}
+	return s
+}

@@ -1,0 +1,39 @@
+package pinpool
+
+import "errors"
+
+// Errors returned by the pool. Compare with errors.Is: most are wrapped with
+// detail (the size asked, the budget, the backend's own error).
+var (
+	// ErrClosed is returned by every use of a pool after Close.
+	ErrClosed = errors.New("pinpool: pool is closed")
+	// ErrBudget is returned by TryGet and Reserve when serving the request
+	// would take the pool over Options.Budget, and by Get when ctx ends
+	// while it waits for room. ErrLowMemory wraps it.
+	ErrBudget = errors.New("pinpool: budget exhausted")
+	// ErrLowMemory is returned when growing would take the system's
+	// MemAvailable below Options.MinAvailable; errors.Is(err, ErrBudget)
+	// holds for it too, and Get waits on it like on the budget.
+	ErrLowMemory = lowMemoryError{}
+	// ErrInvalidSize is returned for a size <= 0 or above MaxSize.
+	ErrInvalidSize = errors.New("pinpool: invalid size")
+	// ErrReleased is returned when a Buffer handle is released twice, or
+	// used after its release, even if the memory was handed out again.
+	ErrReleased = errors.New("pinpool: buffer already released")
+	// ErrForeign is returned by Pool.Release for a buffer of another pool.
+	ErrForeign = errors.New("pinpool: buffer belongs to another pool")
+	// ErrNotMapped is returned by Buffer.DevicePointer when the pool's
+	// memory is not mapped into a device's address space.
+	ErrNotMapped = errors.New("pinpool: buffer memory is not mapped into a device address space")
+	// ErrGrow wraps a backend's failure to allocate when the pool grows.
+	// The pool never retries in a loop; other sizes keep being served.
+	ErrGrow = errors.New("pinpool: backend allocation failed")
+)
+
+type lowMemoryError struct{}
+
+func (lowMemoryError) Error() string {
+	return "pinpool: growing would take MemAvailable below the floor (Options.MinAvailable)"
+}
+
+func (lowMemoryError) Is(target error) bool { return target == ErrBudget }

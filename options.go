@@ -1,0 +1,110 @@
+package pinpool
+
+import "time"
+
+// Options configure a Pool. The zero value is ready to use: the CUDA
+// backend on device 0 when a driver is found (else locked host memory), no
+// budget, size classes with at most 12.5% rounding, the seed's growth and
+// idle policy (grow by 4, keep at most 32 idle buffers per size), and idle
+// memory given back after 30 seconds.
+type Options struct {
+	// Backend supplies the memory. Nil picks DefaultBackend().
+	Backend Backend
+
+	// Budget caps the bytes the pool holds: in use, idle and waiting on
+	// fences together. Get blocks while a request would exceed it (after
+	// trimming idle memory of other sizes), TryGet returns ErrBudget. Zero
+	// means no cap.
+	Budget int64
+
+	// MinAvailable is the system guard: the pool refuses to grow when that
+	// would take the system's MemAvailable (/proc/meminfo) below this many
+	// bytes, since locked memory cannot be swapped and a host that runs
+	// out of it freezes. Zero means the default, 3% of MemTotal; a negative
+	// value turns the guard off.
+	MinAvailable int64
+
+	// Exact makes every distinct request size (rounded up to whole pages)
+	// its own size class, with no rounding beyond the page. Use it for
+	// workloads of a few fixed sizes, such as video frames. By default
+	// sizes are rounded to classes that waste at most 12.5% (see MaxSize).
+	Exact bool
+
+	// GrowCount is how many buffers a large size class (above SlabMax)
+	// allocates at once when it runs out. Zero means 4, as the seed pool.
+	GrowCount int
+
+	// GrowBytes bounds one growth of a large class in bytes: it allocates
+	// min(GrowCount, GrowBytes/size) buffers, and at least one. Zero means
+	// 64 MiB.
+	GrowBytes int64
+
+	// SlabMax is the largest buffer carved from shared slabs: buffers up to
+	// this size come many to a slab, so that one backend allocation serves
+	// many buffers. Zero means 1 MiB; negative disables slabs.
+	SlabMax int
+
+	// SlabSize is the size of one slab. Zero means 4 MiB (at least
+	// 4 buffers of the largest slab class).
+	SlabSize int
+
+	// MaxIdle caps the idle buffers kept per size class; the excess is
+	// freed in the background. Zero means 32, as the seed pool; negative
+	// means no cap.
+	MaxIdle int
+
+	// IdleTimeout frees idle memory that was not needed for this long.
+	// Zero means 30 seconds; negative disables it.
+	IdleTimeout time.Duration
+
+	// Debug poisons released memory (0xDB) and checks the poison when the
+	// buffer is handed out again: a write through a stale slice after
+	// Release panics with a clear message on the next Get of that buffer.
+	// It costs a pass over the memory on every Release and Get.
+	Debug bool
+}
+
+// Defaults of the zero Options.
+const (
+	DefaultGrowCount   = 4
+	DefaultGrowBytes   = 64 << 20
+	DefaultSlabMax     = 1 << 20
+	DefaultSlabSize    = 4 << 20
+	DefaultMaxIdle     = 32
+	DefaultIdleTimeout = 30 * time.Second
+	// DefaultMinAvailablePercent is the system guard's default floor, in
+	// percent of MemTotal.
+	DefaultMinAvailablePercent = 3
+)
+
+// withDefaults fills in zero fields.
+func (o Options) withDefaults() Options {
+	if o.GrowCount <= 0 {
+		o.GrowCount = DefaultGrowCount
+	}
+	if o.GrowBytes <= 0 {
+		o.GrowBytes = DefaultGrowBytes
+	}
+	if o.SlabMax == 0 {
+		o.SlabMax = DefaultSlabMax
+	}
+	if o.SlabSize <= 0 {
+		o.SlabSize = DefaultSlabSize
+	}
+	if o.SlabMax > 0 && o.SlabSize < 4*o.SlabMax {
+		o.SlabSize = 4 * o.SlabMax
+	}
+	o.SlabSize = int(pageRound(int64(o.SlabSize)))
+	if o.MaxIdle == 0 {
+		o.MaxIdle = DefaultMaxIdle
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	return o
+}
+
+// pageSize is the allocation unit and the minimum alignment of buffers.
+const pageSize = 4096
+
+func pageRound(n int64) int64 { return (n + pageSize - 1) &^ (pageSize - 1) }
