@@ -25,6 +25,8 @@ type class struct {
 
 	growMu sync.Mutex // one growth at a time per class
 
+	reserved atomic.Int64 // idle buffers Reserve asked to keep: policy trimming spares them
+
 	slots    int64         // live slots: in chunks not freed, not retired (under mu)
 	pending  atomic.Int64  // slots waiting on a fence
 	gets     atomic.Uint64 // Gets that missed the shard

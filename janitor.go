@@ -77,8 +77,9 @@ func (p *Pool) enforceMaxIdle() {
 		return
 	}
 	for _, c := range p.classList() {
-		if c.idleCount() > p.opt.MaxIdle {
-			c.trim(-1, p.opt.MaxIdle, nil)
+		keep := max(p.opt.MaxIdle, int(c.reserved.Load()))
+		if c.idleCount() > keep {
+			c.trim(-1, keep, nil)
 		}
 	}
 }
@@ -113,7 +114,8 @@ func (p *Pool) ageIdle(now time.Time) {
 			continue
 		}
 		if c.windowLow > 0 {
-			c.trim(int64(c.windowLow)*c.size, idle-c.windowLow, nil)
+			keep := max(idle-c.windowLow, int(c.reserved.Load()))
+			c.trim(int64(c.windowLow)*c.size, keep, nil)
 		}
 		c.windowStart, c.windowLow = now.UnixNano(), idle
 	}

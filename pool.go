@@ -354,8 +354,10 @@ func (p *Pool) afterRelease(c *class) {
 }
 
 // Reserve pre-warms the pool: afterwards at least count buffers for n-byte
-// requests are idle, so the next count Gets of n bytes do not grow. It
-// fails with ErrBudget when the budget does not allow it.
+// requests are idle, so the next count Gets of n bytes do not grow, and the
+// background policy (MaxIdle, IdleTimeout) keeps that many idle buffers of
+// the size from then on; only Trim frees them. It fails with ErrBudget when
+// the budget does not allow it.
 func (p *Pool) Reserve(n, count int) error {
 	c, err := p.classFor(n)
 	if err != nil {
@@ -363,6 +365,12 @@ func (p *Pool) Reserve(n, count int) error {
 	}
 	if count < 0 {
 		return fmt.Errorf("%w: negative count %d", ErrInvalidSize, count)
+	}
+	for {
+		r := c.reserved.Load()
+		if int64(count) <= r || c.reserved.CompareAndSwap(r, int64(count)) {
+			break
+		}
 	}
 	for c.idleCount() < count {
 		s, _, err := p.grow(c, false)
@@ -375,12 +383,14 @@ func (p *Pool) Reserve(n, count int) error {
 }
 
 // Trim gives every idle buffer's memory back to the backend now (whole
-// chunks: a slab is freed when all of its buffers are idle) and returns the
-// bytes freed. Buffers in use or waiting on a fence are not touched.
+// chunks: a slab is freed when all of its buffers are idle), including what
+// Reserve kept, and returns the bytes freed. Buffers in use or waiting on a
+// fence are not touched.
 func (p *Pool) Trim() int64 {
 	p.pollPending(true)
 	var freed int64
 	for _, c := range p.classList() {
+		c.reserved.Store(0)
 		f, _ := c.trim(-1, 0, nil)
 		freed += f
 	}

@@ -541,3 +541,27 @@ func TestHostBackendCloseUnlocks(t *testing.T) {
 		t.Fatalf("VmLck %d before, %d after Close", before, after)
 	}
 }
+
+// TestReserveSurvivesMaxIdle checks that Reserve beyond MaxIdle is kept by
+// the background policy, and that Trim frees it.
+func TestReserveSurvivesMaxIdle(t *testing.T) {
+	p, f := newTestPool(t, Options{MaxIdle: 2, IdleTimeout: 20 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() { done <- p.Reserve(frame, 40) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Reserve beyond MaxIdle does not finish: it fights the idle policy")
+	}
+	time.Sleep(100 * time.Millisecond) // several janitor passes
+	if idle := p.Stats().Classes[0].Idle; idle < 40 {
+		t.Fatalf("the policy freed reserved buffers: %d idle", idle)
+	}
+	p.Trim()
+	if live, _, _, _ := f.stats(); live != 0 {
+		t.Fatalf("Trim left %d bytes", live)
+	}
+}
