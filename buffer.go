@@ -6,9 +6,11 @@ import (
 	"unsafe"
 )
 
-// slot is one buffer's place in a chunk. Its generation counts hand-outs
-// and releases: it is odd while the buffer is handed out, and a Buffer
-// handle is valid only while the slot still has the handle's generation.
+// slot is one buffer's place in a chunk. Its generation counts releases: a
+// handle carries the generation the slot had when it was handed out, and is
+// live only while the slot still has it. A release moves it on (one atomic
+// compare-and-swap), which kills every copy of the handle; handing out only
+// reads it.
 type slot struct {
 	gen   atomic.Uint64
 	ptr   unsafe.Pointer

@@ -27,12 +27,13 @@ type class struct {
 
 	reserved atomic.Int64 // idle buffers Reserve asked to keep: policy trimming spares them
 
-	slots    int64         // live slots: in chunks not freed, not retired (under mu)
-	pending  atomic.Int64  // slots waiting on a fence
-	gets     atomic.Uint64 // Gets that missed the shard
-	slowHits atomic.Uint64 // ... and found an idle buffer elsewhere
-	misses   atomic.Uint64
-	grows    atomic.Uint64
+	slots      int64         // live slots: in chunks not freed, not retired (under mu)
+	pending    atomic.Int64  // slots waiting on a fence
+	misses     atomic.Uint64 // Gets that had to grow
+	grewServed atomic.Uint64 // ... and were served by the growth
+	failed     atomic.Uint64 // Gets that returned an error
+	pastGens   int64         // releases counted in the generations of freed chunks (under mu)
+	grows      atomic.Uint64
 
 	// janitor state (janitor goroutine only)
 	windowLow   int
@@ -63,8 +64,12 @@ func newClass(p *Pool, size int64) *class {
 // pop takes an idle buffer from the calling processor's shard, or nil.
 func (c *class) pop() *slot {
 	sh := procShard(c.shards)
+	if sh.private.Load() != nil {
+		if s := sh.private.Swap(nil); s != nil {
+			return s
+		}
+	}
 	sh.mu.Lock()
-	sh.gets++
 	k := len(sh.stack) - 1
 	if k < 0 {
 		sh.mu.Unlock()
@@ -76,7 +81,6 @@ func (c *class) pop() *slot {
 	if k < sh.low {
 		sh.low = k
 	}
-	sh.hits++
 	sh.mu.Unlock()
 	return s
 }
@@ -89,6 +93,10 @@ func (c *class) release(s *slot) {
 		poison(s, c.size)
 	}
 	sh := procShard(c.shards)
+	if sh.private.CompareAndSwap(nil, s) {
+		p.afterRelease(c)
+		return
+	}
 	sh.mu.Lock()
 	if len(sh.stack) < c.shardCap {
 		sh.stack = append(sh.stack, s)
@@ -149,6 +157,11 @@ func (c *class) reuse() *slot {
 func (c *class) steal() *slot {
 	for i := range c.shards {
 		sh := &c.shards[i]
+		if sh.private.Load() != nil {
+			if s := sh.private.Swap(nil); s != nil {
+				return s
+			}
+		}
 		sh.mu.Lock()
 		if k := len(sh.stack) - 1; k >= 0 {
 			s := sh.stack[k]
@@ -198,6 +211,9 @@ func (c *class) idleCount() int {
 		sh := &c.shards[i]
 		sh.mu.Lock()
 		n += len(sh.stack)
+		if sh.private.Load() != nil {
+			n++
+		}
 		sh.mu.Unlock()
 	}
 	c.mu.Unlock()

@@ -102,6 +102,9 @@ func (p *Pool) ageIdle(now time.Time) {
 			low += sh.low
 			sh.low = len(sh.stack)
 			idle += len(sh.stack)
+			if sh.private.Load() != nil {
+				idle++
+			}
 			sh.mu.Unlock()
 		}
 		c.mu.Unlock()

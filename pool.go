@@ -175,15 +175,19 @@ func (p *Pool) handOut(s *slot, n int) Buffer {
 	if p.opt.Debug {
 		checkPoison(s, s.chunk.class.size)
 	}
-	return Buffer{s: s, gen: s.gen.Add(1), n: n}
+	return Buffer{s: s, gen: s.gen.Load(), n: n}
 }
 
 // getSlow serves a request the processor's shard could not: from the
 // central list, other shards, completed fences, growth, and finally by
 // waiting for room.
-func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (Buffer, error) {
-	c.gets.Add(1)
+func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (_ Buffer, err error) {
 	waiting := false
+	defer func() {
+		if err != nil {
+			c.failed.Add(1)
+		}
+	}()
 	defer func() {
 		if waiting {
 			p.budget.waiters.Add(-1)
@@ -195,19 +199,17 @@ func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (Buffer,
 			wake = p.budget.channel()
 		}
 		if s := c.reuse(); s != nil {
-			c.slowHits.Add(1)
 			return p.handOut(s, n), nil
 		}
 		if c.pending.Load() > 0 && p.pollPending(false) >= 0 {
 			if s := c.reuse(); s != nil {
-				c.slowHits.Add(1)
 				return p.handOut(s, n), nil
 			}
 		}
 		s, grew, err := p.grow(c, true)
 		if err == nil {
-			if !grew {
-				c.slowHits.Add(1)
+			if grew {
+				c.grewServed.Add(1)
 			}
 			return p.handOut(s, n), nil
 		}

@@ -2,6 +2,7 @@ package pinpool
 
 import (
 	"sync"
+	"sync/atomic"
 	_ "unsafe" // go:linkname
 )
 
@@ -20,13 +21,21 @@ func runtimeProcUnpin()
 // Release on a processor touch only its shard, so they do not contend with
 // other processors; the mutex is almost always uncontended and its cache
 // line stays with that processor.
+//
+// The private slot holds one idle buffer that Get and Release exchange with
+// a single atomic operation and no lock: the common case of a goroutine that
+// gets and releases one buffer at a time. Others (steal, trim, stats) take
+// it with the same atomic swap.
+//
+// Shards keep no counters: the hit count is derived from the slots'
+// generations (see Stats), so the fast path pays for nothing but the
+// exchange itself.
 type shard struct {
-	mu    sync.Mutex
-	stack []*slot // idle buffers, most recently released last
-	low   int     // smallest len(stack) since the janitor last looked
-	gets  uint64  // Get calls that looked here
-	hits  uint64  // ... and found a buffer here
-	_     [64]byte
+	private atomic.Pointer[slot]
+	mu      sync.Mutex
+	stack   []*slot // idle buffers, most recently released last
+	low     int     // smallest len(stack) since the janitor last looked
+	_       [64]byte
 }
 
 // procShard returns the shard of the calling goroutine's processor.

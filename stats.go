@@ -42,9 +42,9 @@ type Stats struct {
 	PeakHeld     int64 // highest BytesHeld so far
 	Budget       int64 // Options.Budget; 0: none
 
-	Gets   uint64 // Get and TryGet calls that reached a size class
+	Gets   uint64 // Get and TryGet calls for a valid size on an open pool
 	Hits   uint64 // ... served from idle memory without growing
-	Misses uint64 // ... that had to grow the pool
+	Misses uint64 // ... that had to grow the pool (served or not)
 
 	Grows       uint64        // backend allocations
 	BytesGrown  int64         // bytes allocated by them
@@ -79,8 +79,10 @@ type ClassStats struct {
 	AllocBytes  int64 // bytes per backend allocation
 }
 
-// Stats returns a snapshot. It locks each size class briefly; Get and
-// Release keep their own counters and are not slowed down between calls.
+// Stats returns a snapshot. It locks each size class briefly and walks its
+// buffers: Get and Release count nothing themselves (hits are derived from
+// the buffers' release generations), so reading stats costs the hot path
+// nothing.
 func (p *Pool) Stats() Stats {
 	st := Stats{
 		Backend:            p.backend.Name(),
@@ -108,17 +110,26 @@ func (p *Pool) Stats() Stats {
 			sh := &c.shards[i]
 			sh.mu.Lock()
 			idle += int64(len(sh.stack))
-			cs.Gets += sh.gets
-			cs.Hits += sh.hits
+			if sh.private.Load() != nil {
+				idle++
+			}
 			sh.mu.Unlock()
 		}
 		cs.BuffersHeld = c.slots
 		held := c.held
+		released := c.pastGens // every release moved a generation by one
+		for ch := range c.chunks {
+			for i := range ch.slots {
+				released += int64(ch.slots[i].gen.Load())
+			}
+		}
 		c.mu.Unlock()
-		cs.Hits += c.slowHits.Load()
 		cs.Idle = idle
 		cs.Pending = c.pending.Load()
 		cs.InUse = max(0, cs.BuffersHeld-cs.Idle-cs.Pending)
+		served := uint64(released + cs.InUse) // handed out: released since, or still out
+		cs.Hits = served - min(served, c.grewServed.Load())
+		cs.Gets = served + c.failed.Load()
 		cs.BytesHeld = cs.BuffersHeld * c.size
 		st.BytesHeld += held
 		st.BytesRetired += held - cs.BytesHeld

@@ -13,6 +13,12 @@ func (c *class) trim(want int64, keepIdle int, only *chunk) (int64, error) {
 	for i := range c.shards {
 		c.shards[i].mu.Lock()
 	}
+	// Private slots join the central list for the count (and stay there).
+	for i := range c.shards {
+		if s := c.shards[i].private.Swap(nil); s != nil {
+			c.free = append(c.free, s)
+		}
+	}
 	idle := map[*chunk]int{}
 	total := len(c.free)
 	for _, s := range c.free {
@@ -51,6 +57,9 @@ func (c *class) trim(want int64, keepIdle int, only *chunk) (int64, error) {
 			ch.freed = true
 			delete(c.chunks, ch)
 			c.held -= ch.bytes
+			for i := range ch.slots {
+				c.pastGens += int64(ch.slots[i].gen.Load())
+			}
 			c.slots -= int64(len(ch.slots) - ch.retired)
 		}
 		c.free = dropDead(c.free, dead)

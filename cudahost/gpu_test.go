@@ -241,6 +241,9 @@ func TestGPURegisterChunked(t *testing.T) {
 				if err := e.s.CopyHtoDAsync(e.dev.Ptr(), src); err != nil {
 					t.Fatalf("part %d: %v", part, err)
 				}
+				if err := e.s.Synchronize(); err != nil { // the copy reads src until then
+					t.Fatal(err)
+				}
 				clear(src)
 				if err := e.s.CopyDtoHAsync(src, e.dev.Ptr()); err != nil {
 					t.Fatalf("part %d: %v", part, err)
@@ -258,6 +261,9 @@ func TestGPURegisterChunked(t *testing.T) {
 			copy(span, data)
 			err = e.s.CopyHtoDAsync(e.dev.Ptr(), span)
 			if err == nil {
+				if serr := e.s.Synchronize(); serr != nil {
+					t.Fatal(serr)
+				}
 				clear(span)
 				err = e.s.CopyDtoHAsync(span, e.dev.Ptr())
 				if serr := e.s.Synchronize(); serr != nil {
