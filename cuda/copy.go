@@ -7,14 +7,22 @@ import (
 )
 
 // CopyHtoD copies src from host memory (any memory, pageable or pinned) to
-// the device at dst, and returns when the copy is done.
+// the device at dst, and returns when the data is on the device.
+//
+// cuMemcpyHtoD alone returns once a pageable source has been staged, before
+// the DMA to the device has finished; work on a non-blocking stream could
+// then read old data (seen on the H200). CopyHtoD therefore also waits for
+// the legacy default stream that the copy runs on.
 func (c *Context) CopyHtoD(dst DevicePtr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
 	r := c.call(fn.cuMemcpyHtoD, uintptr(dst), uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src)))
 	runtime.KeepAlive(src)
-	return check("cuMemcpyHtoD", r)
+	if r != Success {
+		return check("cuMemcpyHtoD", r)
+	}
+	return c.syncLegacy()
 }
 
 // CopyDtoH copies len(dst) bytes from the device at src into host memory dst
@@ -28,7 +36,8 @@ func (c *Context) CopyDtoH(dst []byte, src DevicePtr) error {
 	return check("cuMemcpyDtoH", r)
 }
 
-// CopyDtoD copies n bytes between device addresses.
+// CopyDtoD copies n bytes between device addresses and returns when the
+// copy is done.
 func (c *Context) CopyDtoD(dst, src DevicePtr, n int) error {
 	if n < 0 {
 		return fmt.Errorf("%w: CopyDtoD of %d bytes", ErrSize, n)
@@ -36,7 +45,16 @@ func (c *Context) CopyDtoD(dst, src DevicePtr, n int) error {
 	if n == 0 {
 		return nil
 	}
-	return check("cuMemcpyDtoD", c.call(fn.cuMemcpyDtoD, uintptr(dst), uintptr(src), uintptr(n)))
+	if err := check("cuMemcpyDtoD", c.call(fn.cuMemcpyDtoD, uintptr(dst), uintptr(src), uintptr(n))); err != nil {
+		return err
+	}
+	return c.syncLegacy()
+}
+
+// syncLegacy waits for the legacy default stream: the driver's "synchronous"
+// device-to-device copies and memsets only queue work there.
+func (c *Context) syncLegacy() error {
+	return check("cuStreamSynchronize(legacy)", c.fast(fn.cuStreamSynchronize, 0, 0, 0, 0))
 }
 
 // CopyHtoDAsync queues a copy of src to the device at dst on the stream and

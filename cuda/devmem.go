@@ -51,20 +51,28 @@ func (c *Context) MemGetInfo() (free, total uint64, err error) {
 	return free, total, nil
 }
 
-// MemsetD8 sets n bytes at dst to v.
+// MemsetD8 sets n bytes at dst to v and returns when done (the driver's
+// memset alone is asynchronous to the host for device memory).
 func (c *Context) MemsetD8(dst DevicePtr, v byte, n int) error {
 	if n < 0 {
 		return fmt.Errorf("%w: MemsetD8 of %d bytes", ErrSize, n)
 	}
-	return check("cuMemsetD8", c.call(fn.cuMemsetD8, uintptr(dst), uintptr(v), uintptr(n)))
+	if err := check("cuMemsetD8", c.call(fn.cuMemsetD8, uintptr(dst), uintptr(v), uintptr(n))); err != nil {
+		return err
+	}
+	return c.syncLegacy()
 }
 
-// MemsetD32 sets n 32-bit words at dst (4-byte aligned) to v.
+// MemsetD32 sets n 32-bit words at dst (4-byte aligned) to v and returns
+// when done.
 func (c *Context) MemsetD32(dst DevicePtr, v uint32, n int) error {
 	if n < 0 {
 		return fmt.Errorf("%w: MemsetD32 of %d words", ErrSize, n)
 	}
-	return check("cuMemsetD32", c.call(fn.cuMemsetD32, uintptr(dst), uintptr(v), uintptr(n)))
+	if err := check("cuMemsetD32", c.call(fn.cuMemsetD32, uintptr(dst), uintptr(v), uintptr(n))); err != nil {
+		return err
+	}
+	return c.syncLegacy()
 }
 
 // MemsetD8Async queues, on the stream, setting n bytes at dst to v.
