@@ -114,9 +114,13 @@ func (b Buffer) ReleaseAfter(f Fence) error {
 	if s == nil || !s.gen.CompareAndSwap(b.gen, b.gen+1) {
 		return ErrReleased
 	}
-	c := s.chunk.class
-	c.pool.pending.add(s, f)
-	c.pool.jan.kick()
+	p := s.chunk.class.pool
+	p.pending.add(s, f)
+	if p.closed.Load() {
+		p.drainLate() // the janitor may have finished already
+	} else {
+		p.jan.kick()
+	}
 	return nil
 }
 

@@ -135,3 +135,32 @@ func TestPendingBlocksBudget(t *testing.T) {
 	}
 	c.Release()
 }
+
+// TestReleaseAfterFenceAfterClose checks that a buffer released with a
+// fence after Close (and after the janitor finished) is still freed once
+// its fence completes.
+func TestReleaseAfterFenceAfterClose(t *testing.T) {
+	f := newFake()
+	p, err := New(Options{Backend: f, MinAvailable: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mustGet(t, p, frame)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.jan.done // the janitor has exited
+	var fence flagFence
+	if err := b.ReleaseAfter(&fence); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if live, _, _, _ := f.stats(); live == 0 {
+		t.Fatal("freed before the fence completed")
+	}
+	fence.done.Store(true)
+	waitFor(t, "the late fenced buffer to be freed", func() bool {
+		live, _, _, _ := f.stats()
+		return live == 0
+	})
+}

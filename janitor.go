@@ -123,3 +123,27 @@ func (p *Pool) ageIdle(now time.Time) {
 		c.windowStart, c.windowLow = now.UnixNano(), idle
 	}
 }
+
+// drainLate polls fences of buffers released with ReleaseAfter after Close,
+// when the janitor may have exited: one goroutine at a time polls until
+// nothing is pending.
+func (p *Pool) drainLate() {
+	if !p.lateDrain.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		for {
+			poll := pollMin
+			for p.pollPending(true) > 0 {
+				time.Sleep(poll)
+				poll = min(poll*2, pollMax)
+			}
+			p.lateDrain.Store(false)
+			// A buffer added after the last poll but before the flag was
+			// cleared would be stranded: look again.
+			if p.pending.len() == 0 || !p.lateDrain.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}

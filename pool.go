@@ -41,6 +41,8 @@ type Pool struct {
 	jan     janitor
 	closed  atomic.Bool
 	closeMu sync.Mutex
+	// lateDrain is set while a goroutine polls fences after Close.
+	lateDrain atomic.Bool
 
 	stats poolCounters
 }

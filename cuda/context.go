@@ -125,7 +125,8 @@ func (c *Context) LockThread() (*Thread, error) {
 	return &Thread{c: c}, nil
 }
 
-// Unlock undoes LockThread; the Thread must not be used afterwards.
+// Unlock undoes LockThread; afterwards the Thread's methods return
+// ErrClosed.
 func (t *Thread) Unlock() {
 	t.c = nil
 	runtime.UnlockOSThread()
@@ -133,21 +134,33 @@ func (t *Thread) Unlock() {
 
 // StreamQuery is Stream.Query without the per-call context switch.
 func (t *Thread) StreamQuery(s *Stream) (bool, error) {
+	if t.c == nil {
+		return false, ErrClosed
+	}
 	return queryResult("cuStreamQuery", fastCall(0, fn.cuStreamQuery, s.handle, 0, 0, 0, 0, 0))
 }
 
 // EventQuery is Event.Done without the per-call context switch.
 func (t *Thread) EventQuery(e *Event) (bool, error) {
+	if t.c == nil {
+		return false, ErrClosed
+	}
 	return queryResult("cuEventQuery", fastCall(0, fn.cuEventQuery, e.handle, 0, 0, 0, 0, 0))
 }
 
 // EventRecord is Event.Record without the per-call context switch.
 func (t *Thread) EventRecord(e *Event, s *Stream) error {
+	if t.c == nil {
+		return ErrClosed
+	}
 	return resultErr("cuEventRecord", fastCall(0, fn.cuEventRecord, e.handle, s.handleOrZero(), 0, 0, 0, 0))
 }
 
 // CopyHtoDAsync is Stream.CopyHtoDAsync without the per-call context switch.
 func (t *Thread) CopyHtoDAsync(s *Stream, dst DevicePtr, src []byte) error {
+	if t.c == nil {
+		return ErrClosed
+	}
 	if err := checkPinned(src); err != nil {
 		return err
 	}
@@ -156,6 +169,9 @@ func (t *Thread) CopyHtoDAsync(s *Stream, dst DevicePtr, src []byte) error {
 
 // CopyDtoHAsync is Stream.CopyDtoHAsync without the per-call context switch.
 func (t *Thread) CopyDtoHAsync(s *Stream, dst []byte, src DevicePtr) error {
+	if t.c == nil {
+		return ErrClosed
+	}
 	if err := checkPinned(dst); err != nil {
 		return err
 	}
