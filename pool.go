@@ -157,6 +157,9 @@ func (p *Pool) Get(ctx context.Context, n int) (Buffer, error) {
 	if s := c.pop(); s != nil {
 		return p.handOut(s, n), nil
 	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	return p.getSlow(ctx, c, n, true)
 }
 
@@ -413,7 +416,8 @@ func (p *Pool) Release(b Buffer) error {
 // Owns reports whether b was handed out by this pool (live or not).
 func (p *Pool) Owns(b Buffer) bool { return b.s != nil && b.s.chunk.class.pool == p }
 
-// Close frees every idle buffer. Buffers still handed out, or waiting on a
+// Close frees every idle buffer and stops the pool's background goroutine
+// once no fence is pending. Buffers still handed out, or waiting on a
 // fence, are freed when they come back; after that the backend holds
 // nothing from this pool. Get, TryGet and Reserve return ErrClosed from
 // now on; releases keep working. A second Close returns ErrClosed.
