@@ -3,16 +3,58 @@ package pinpool
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"unsafe"
 
+	"github.com/pinpool/pinpool/cudahost"
+	"github.com/pinpool/pinpool/hostmem"
 	"golang.org/x/sys/unix"
 )
 
-// fakeBackend hands out anonymous mappings (page-aligned, not locked, so
-// fast) and counts everything, for testing the pool's logic. failEvery > 0
-// makes every failEvery-th Alloc fail.
+// testBackendEnv selects the memory behind the pool's tests: unset, plain
+// anonymous mappings (fast, for CI); "host", locked host memory; "hostalloc"
+// or "register", CUDA device 0 with that method (the GPU host runs the whole
+// suite this way: scripts/gpu-check.sh). Whatever the memory, the tests see
+// it through fakeBackend, which counts and checks every allocation.
+const testBackendEnv = "PINPOOL_TEST_BACKEND"
+
+var (
+	innerOnce sync.Once
+	inner     Backend
+)
+
+// innerBackend returns the real backend the tests run on, or nil for plain
+// mappings. A backend named in the environment that cannot be made is a
+// test failure, not a skip: the run asked for it.
+func innerBackend() Backend {
+	innerOnce.Do(func() {
+		switch v := os.Getenv(testBackendEnv); v {
+		case "":
+		case "host":
+			inner = NewHostBackend(hostmem.Options{})
+		case "hostalloc", "register":
+			m := cudahost.HostAlloc
+			if v == "register" {
+				m = cudahost.Register
+			}
+			b, err := cudahost.New(cudahost.Options{Method: m})
+			if err != nil {
+				panic(fmt.Sprintf("%s=%s: %v", testBackendEnv, v, err))
+			}
+			inner = CUDABackend(b)
+		default:
+			panic(fmt.Sprintf("%s=%q: want host, hostalloc or register", testBackendEnv, v))
+		}
+	})
+	return inner
+}
+
+// fakeBackend wraps the test memory (see testBackendEnv) and counts
+// everything, for testing the pool's logic. failEvery > 0 makes every
+// failEvery-th Alloc fail. mapped pretends the memory is mapped into a
+// device (plain mappings only).
 type fakeBackend struct {
 	mu        sync.Mutex
 	live      map[uintptr]int
@@ -23,11 +65,12 @@ type fakeBackend struct {
 	failEvery int
 	calls     int
 	mapped    bool
+	inner     Backend
 }
 
 var errInjected = errors.New("injected allocation failure")
 
-func newFake() *fakeBackend { return &fakeBackend{live: map[uintptr]int{}} }
+func newFake() *fakeBackend { return &fakeBackend{live: map[uintptr]int{}, inner: innerBackend()} }
 
 func (f *fakeBackend) Name() string { return "fake" }
 
@@ -42,17 +85,27 @@ func (f *fakeBackend) Alloc(size int) (Allocation, error) {
 	if fail {
 		return nil, errInjected
 	}
-	m, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
-	if err != nil {
-		return nil, err
+	a := &fakeAlloc{f: f}
+	if f.inner != nil {
+		in, err := f.inner.Alloc(size)
+		if err != nil {
+			return nil, err
+		}
+		a.in, a.m = in, in.Bytes()
+	} else {
+		m, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+		if err != nil {
+			return nil, err
+		}
+		a.m = m
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.allocs++
-	f.live[uintptr(unsafe.Pointer(&m[0]))] = size
+	f.live[uintptr(unsafe.Pointer(&a.m[0]))] = size
 	f.liveBytes += int64(size)
 	f.maxLive = max(f.maxLive, f.liveBytes)
-	return &fakeAlloc{f: f, m: m}, nil
+	return a, nil
 }
 
 func (f *fakeBackend) stats() (liveBytes, maxLive int64, allocs, frees int) {
@@ -64,12 +117,16 @@ func (f *fakeBackend) stats() (liveBytes, maxLive int64, allocs, frees int) {
 type fakeAlloc struct {
 	f     *fakeBackend
 	m     []byte
+	in    Allocation // the real allocation, or nil for a plain mapping
 	freed bool
 }
 
 func (a *fakeAlloc) Bytes() []byte { return a.m }
 
 func (a *fakeAlloc) DevicePointer() (uintptr, error) {
+	if a.in != nil {
+		return a.in.DevicePointer()
+	}
 	if !a.f.mapped {
 		return 0, ErrNotMapped
 	}
@@ -79,7 +136,6 @@ func (a *fakeAlloc) DevicePointer() (uintptr, error) {
 func (a *fakeAlloc) Free() error {
 	f := a.f
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	p := uintptr(unsafe.Pointer(&a.m[0]))
 	if a.freed {
 		panic("fake: double free")
@@ -91,6 +147,10 @@ func (a *fakeAlloc) Free() error {
 	delete(f.live, p)
 	f.liveBytes -= int64(len(a.m))
 	f.frees++
+	f.mu.Unlock()
+	if a.in != nil {
+		return a.in.Free()
+	}
 	return unix.Munmap(a.m)
 }
 

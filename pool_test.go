@@ -360,20 +360,11 @@ func TestMaxIdle(t *testing.T) {
 	for _, b := range bufs {
 		b.Release()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st := p.Stats()
-		if st.Classes[0].Idle <= 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("idle buffers stay at %d, MaxIdle 5", st.Classes[0].Idle)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if live, _, _, _ := f.stats(); live > 5*p.Stats().Classes[0].Size {
-		t.Fatalf("backend holds %d bytes with MaxIdle 5", live)
-	}
+	size := p.Stats().Classes[0].Size
+	waitFor(t, "idle buffers and their memory down to MaxIdle", func() bool {
+		live, _, _, _ := f.stats()
+		return p.Stats().Classes[0].Idle <= 5 && live <= 5*size
+	})
 }
 
 func TestIdleTimeout(t *testing.T) {
@@ -436,6 +427,9 @@ func TestDevicePointer(t *testing.T) {
 	}
 	b.Release()
 	p.Trim()
+	if f.inner != nil {
+		t.Skipf("pretending a mapping needs plain test memory (%s is set)", testBackendEnv)
+	}
 	f.mapped = true
 	b1, b2 := mustGet(t, p, 4096), mustGet(t, p, 4096)
 	d1, err1 := b1.DevicePointer()

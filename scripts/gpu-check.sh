@@ -64,20 +64,36 @@ if [ ${#tests[@]} -eq 0 ]; then
 	echo "no test binaries in .gpu/: run scripts/gpu-build.sh first and carry .gpu" | tee -a "$summary"
 	exit 2
 fi
+# run_tests NAME BIN DIR [VAR=VALUE...]: one test binary, logged and summed up.
+run_tests() {
+	local name=$1 bin=$2 dir=$3
+	shift 3
+	local log=$logs/test-$name.txt
+	(cd "$dir" && env "$@" "$root/$bin" -test.v -test.count=1 -test.timeout=20m -test.run "$RUN" -test.bench '^$') >"$log" 2>&1
+	local rc=$?
+	local pass fail skip
+	pass=$(grep -c -- '^\s*--- PASS' "$log")
+	fail=$(grep -c -- '^\s*--- FAIL' "$log")
+	skip=$(grep -c -- '^\s*--- SKIP' "$log")
+	printf 'test %-18s rc=%d pass=%d fail=%d skip=%d\n' "$name" "$rc" "$pass" "$fail" "$skip" | tee -a "$summary"
+	if [ $rc -ne 0 ]; then
+		status=1
+		grep -B2 -A20 -- '--- FAIL' "$log" | head -60
+	fi
+}
 for bin in "${tests[@]}"; do
 	name=$(basename "$bin" .test)
 	dir=${name//-//}
 	[ "$name" = pinpool ] && dir=.
 	[ -d "$dir" ] || dir=.
-	log=$logs/test-$name.txt
-	(cd "$dir" && "$root/$bin" -test.v -test.count=1 -test.timeout=20m -test.run "$RUN" -test.bench '^$') >"$log" 2>&1
-	rc=$?
-	pass=$(grep -c -- '^\s*--- PASS' "$log")
-	fail=$(grep -c -- '^\s*--- FAIL' "$log")
-	skip=$(grep -c -- '^\s*--- SKIP' "$log")
-	printf 'test %-12s rc=%d pass=%d fail=%d skip=%d\n' "$name" "$rc" "$pass" "$fail" "$skip" | tee -a "$summary"
-	[ $rc -ne 0 ] && status=1 && grep -B2 -A20 -- '--- FAIL' "$log" | head -60
+	run_tests "$name" "$bin" "$dir"
 done
+# The pool's whole suite again on each CUDA method (fake_test.go reads it).
+if [ -x .gpu/pinpool.test ]; then
+	for m in hostalloc register; do
+		run_tests "pinpool-$m" .gpu/pinpool.test . PINPOOL_TEST_BACKEND=$m
+	done
+fi
 
 if [ "$BENCH" != 0 ]; then
 	for bin in "${tests[@]}"; do
