@@ -1,0 +1,290 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/pinpool/pinpool/cudahost"
+)
+
+// Benchmarks of the GPU host (they skip without a GPU). Each reports MB/s
+// (b.SetBytes) and GB/s. scripts/gpu-check.sh runs them with -test.cpu 1;
+// the CPU copy workers of the staged path need more than one processor, so
+// the benchmarks that stage raise GOMAXPROCS to the number of CPUs while
+// they run.
+
+// benchSizes are the sizes of the bandwidth table.
+var benchSizes = []int{4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<20:
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%dKiB", n>>10)
+}
+
+// reportGBps reports the bandwidth of b.N operations of n bytes.
+func reportGBps(b *testing.B, n int) {
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(n)*float64(b.N)/s/1e9, "GB/s")
+	}
+}
+
+func allCPUs() func() {
+	old := runtime.GOMAXPROCS(runtime.NumCPU())
+	return func() { runtime.GOMAXPROCS(old) }
+}
+
+// BenchmarkTransfer is the table of every path, direction and size:
+//
+//   - pageable: the driver's synchronous copy of a Go slice
+//     (cuda.Context.CopyHtoD/DtoH), the baseline the staged path must beat;
+//   - auto: the copier with default options on a Go slice (direct below
+//     DirectBelow, staged above);
+//   - staged: the copier's staging pipeline on a Go slice (DirectBelow off);
+//   - pinned: the copier on a pool buffer (one asynchronous copy);
+//   - registered: the copier on a Go slice registered with Register;
+//   - mapped: no copy, the GPU reads (H2D: the read-sum kernel) or writes
+//     (D2H: the fill kernel) mapped host memory in place;
+//   - bidir: pinned H2D and D2H of n bytes each at once, on the copier's two
+//     streams (SetBytes counts both).
+func BenchmarkTransfer(b *testing.B) {
+	defer allCPUs()()
+	g := newGPU(b, cudahost.Options{})
+	mg := newGPU(b, cudahost.Options{Mapped: true})
+	ctx := context.Background()
+	maxN := benchSizes[len(benchSizes)-1]
+	dev := g.devMem(b, maxN)
+	dev2 := g.devMem(b, maxN)
+	pageable := randomBytes(maxN, 1)
+	auto := g.copier(b, Options{})
+	staged := g.copier(b, Options{DirectBelow: -1})
+	pinned, err := g.pool.Get(ctx, maxN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pinned.Release()
+	pinned2, err := g.pool.Get(ctx, maxN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pinned2.Release()
+	regMem := randomBytes(maxN, 2)
+	reg, err := auto.Register(regMem)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer reg.Close()
+	mapped, err := mg.pool.Get(ctx, maxN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mapped.Release()
+	mptr, err := MappedPointer(mapped)
+	if err != nil {
+		b.Fatal(err)
+	}
+	copier := func(c *Copier, host []byte) func(Direction, int) error {
+		return func(d Direction, n int) error {
+			if d == HostToDevice {
+				return c.ToDevice(ctx, dev.Ptr(), host[:n])
+			}
+			return c.FromDevice(ctx, host[:n], dev.Ptr())
+		}
+	}
+	paths := []struct {
+		name string
+		run  func(Direction, int) error
+	}{
+		{"pageable", func(d Direction, n int) error {
+			if d == HostToDevice {
+				return g.ctx.CopyHtoD(dev.Ptr(), pageable[:n])
+			}
+			return g.ctx.CopyDtoH(pageable[:n], dev.Ptr())
+		}},
+		{"auto", copier(auto, pageable)},
+		{"staged", copier(staged, pageable)},
+		{"pinned", copier(auto, pinned.Bytes())},
+		{"registered", copier(auto, regMem)},
+		{"mapped", func(d Direction, n int) error {
+			var err error
+			if d == HostToDevice {
+				err = mg.k.ReadSumAsync(mg.s, mptr, n)
+			} else {
+				err = mg.k.Fill(mg.s, mptr, n, 7)
+			}
+			if err != nil {
+				return err
+			}
+			return mg.s.Synchronize()
+		}},
+	}
+	for _, n := range benchSizes {
+		for _, p := range paths {
+			for _, d := range []Direction{HostToDevice, DeviceToHost} {
+				b.Run(fmt.Sprintf("%s/%s/%v", sizeName(n), p.name, d), func(b *testing.B) {
+					b.SetBytes(int64(n))
+					for b.Loop() {
+						if err := p.run(d, n); err != nil {
+							b.Fatal(err)
+						}
+					}
+					reportGBps(b, n)
+				})
+			}
+		}
+		b.Run(fmt.Sprintf("%s/pinned/bidir", sizeName(n)), func(b *testing.B) {
+			b.SetBytes(2 * int64(n))
+			for b.Loop() {
+				up := auto.ToDeviceAsync(ctx, dev.Ptr(), pinned.Bytes()[:n])
+				if err := auto.FromDevice(ctx, pinned2.Bytes()[:n], dev2.Ptr()); err != nil {
+					b.Fatal(err)
+				}
+				if err := up.Wait(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportGBps(b, 2*n)
+		})
+	}
+	b.Logf("auto copier stats: %+v", auto.Stats())
+}
+
+// BenchmarkCrossover compares, for sizes around the default DirectBelow,
+// the direct synchronous copy of a Go slice with the staged path: the
+// smallest size from which staged is faster is the DirectBelow to set for
+// the machine.
+func BenchmarkCrossover(b *testing.B) {
+	defer allCPUs()()
+	g := newGPU(b, cudahost.Options{})
+	ctx := context.Background()
+	const maxN = 2 << 20
+	dev := g.devMem(b, maxN)
+	host := randomBytes(maxN, 3)
+	staged := g.copier(b, Options{DirectBelow: -1, Prewarm: true})
+	direct := g.copier(b, Options{DirectBelow: 1 << 62})
+	for n := 16 << 10; n <= maxN; n *= 2 {
+		for _, c := range []struct {
+			name string
+			c    *Copier
+		}{{"direct", direct}, {"staged", staged}} {
+			for _, d := range []Direction{HostToDevice, DeviceToHost} {
+				b.Run(fmt.Sprintf("%s/%s/%v", sizeName(n), c.name, d), func(b *testing.B) {
+					b.SetBytes(int64(n))
+					for b.Loop() {
+						var err error
+						if d == HostToDevice {
+							err = c.c.ToDevice(ctx, dev.Ptr(), host[:n])
+						} else {
+							err = c.c.FromDevice(ctx, host[:n], dev.Ptr())
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+					reportGBps(b, n)
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkPinnedLatency is a 4 KiB pinned copy through the copier and
+// through the bare stream (cuMemcpyHtoDAsync + cuStreamSynchronize, as the C
+// reference scripts/ref/memcpy_bw.cu times it): the difference is the
+// copier's overhead (an event record and query instead of a stream sync).
+func BenchmarkPinnedLatency(b *testing.B) {
+	g := newGPU(b, cudahost.Options{})
+	ctx := context.Background()
+	dev := g.devMem(b, 4096)
+	buf, err := g.pool.Get(ctx, 4096)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer buf.Release()
+	c := g.copier(b, Options{})
+	b.Run("copier", func(b *testing.B) {
+		for b.Loop() {
+			if err := c.ToDeviceBuffer(ctx, dev.Ptr(), buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("stream", func(b *testing.B) {
+		for b.Loop() {
+			if err := g.s.CopyHtoDAsync(dev.Ptr(), buf.Bytes()); err != nil {
+				b.Fatal(err)
+			}
+			if err := g.s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkHostCopy measures the host's memory copy bandwidth with k
+// goroutines, each copying its share of 256 MiB between two ordinary
+// slices: the ceiling of the staged path's CPU side. It needs no GPU.
+func BenchmarkHostCopy(b *testing.B) {
+	defer allCPUs()()
+	const n = 256 << 20
+	src, dst := randomBytes(n, 3), make([]byte, n)
+	copy(dst, src) // touch
+	for _, k := range []int{1, 2, 4, 8, 16} {
+		b.Run(fmt.Sprintf("goroutines=%d", k), func(b *testing.B) {
+			b.SetBytes(n)
+			for b.Loop() {
+				done := make(chan struct{}, k)
+				part := n / k
+				for i := range k {
+					go func() {
+						copy(dst[i*part:(i+1)*part], src[i*part:(i+1)*part])
+						done <- struct{}{}
+					}()
+				}
+				for range k {
+					<-done
+				}
+			}
+			reportGBps(b, n)
+		})
+	}
+}
+
+// BenchmarkStagedTuning sweeps the staged path's workers, chunk size and
+// window on 256 MiB, to find what limits it (see BenchmarkHostCopy).
+func BenchmarkStagedTuning(b *testing.B) {
+	defer allCPUs()()
+	g := newGPU(b, cudahost.Options{})
+	ctx := context.Background()
+	const n = 256 << 20
+	dev := g.devMem(b, n)
+	host := randomBytes(n, 4)
+	for _, w := range []int{4, 8, 16} {
+		for _, chunk := range []int{4 << 20, 16 << 20} {
+			c := g.copier(b, Options{DirectBelow: -1, Workers: w, ChunkSize: chunk, WindowBytes: int64(16 * chunk)})
+			for _, d := range []Direction{HostToDevice, DeviceToHost} {
+				b.Run(fmt.Sprintf("workers=%d/chunk=%s/%v", w, sizeName(chunk), d), func(b *testing.B) {
+					b.SetBytes(n)
+					for b.Loop() {
+						var err error
+						if d == HostToDevice {
+							err = c.ToDevice(ctx, dev.Ptr(), host)
+						} else {
+							err = c.FromDevice(ctx, host, dev.Ptr())
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+					reportGBps(b, n)
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package transfer
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pinpool/pinpool"
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// Copier moves bytes between host memory and one device. It owns streams
+// (half per direction), a window of pinned staging buffers taken from a
+// pool, CPU copy workers, and the registrations made with Register. All
+// methods are safe for concurrent use; transfers from many goroutines share
+// the streams and the window.
+type Copier struct {
+	pool *pinpool.Pool
+	dev  device
+	opt  Options
+
+	h2d, d2h []stream
+	rr       [2]atomic.Uint32 // round robin over each direction's streams
+
+	win    *window
+	work   *workers
+	events events
+	regs   registry
+	stats  counters
+
+	mu       sync.RWMutex // closed, and Add on inflight
+	closed   bool
+	inflight sync.WaitGroup
+}
+
+// New makes a copier for the device of ctx that stages through pinned
+// buffers of pool. The pool's memory must be pinned for ctx's device: a
+// pool over pinpool.CUDABackend(b) where b.Context() == ctx (a pool over
+// host memory locked with mlock only is refused by the driver at the first
+// staged copy, with cuda.ErrNotPinned). The pool and the context must
+// outlive the copier. See Options for the defaults.
+func New(pool *pinpool.Pool, ctx *cuda.Context, opt Options) (*Copier, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil cuda.Context", ErrInvalidOptions)
+	}
+	return newCopier(pool, cudaDevice{ctx}, opt)
+}
+
+// newCopier makes a copier over any device (the fake one in tests).
+func newCopier(pool *pinpool.Pool, dev device, opt Options) (*Copier, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: nil pool", ErrInvalidOptions)
+	}
+	o, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Copier{pool: pool, dev: dev, opt: o, events: events{dev: dev}}
+	c.regs.chunk = int(o.RegisterChunk)
+	streams := make([]stream, 0, o.Streams)
+	for range o.Streams {
+		s, err := dev.newStream()
+		if err != nil {
+			for _, s := range streams {
+				s.destroy()
+			}
+			return nil, fmt.Errorf("transfer: creating stream %d of %d: %w", len(streams)+1, o.Streams, err)
+		}
+		streams = append(streams, s)
+	}
+	half := (o.Streams + 1) / 2
+	c.h2d, c.d2h = streams[:half], streams[half:]
+	c.win = newWindow(o.slots(), o.ChunkSize)
+	if o.Prewarm {
+		if err := pool.Reserve(o.ChunkSize, o.slots()); err != nil {
+			for _, s := range streams {
+				s.destroy()
+			}
+			return nil, fmt.Errorf("%w: prewarming %d buffers of %d bytes: %w", ErrStaging, o.slots(), o.ChunkSize, err)
+		}
+	}
+	c.work = newWorkers(o.Workers)
+	return c, nil
+}
+
+// Options returns the options the copier runs with, defaults filled in.
+func (c *Copier) Options() Options { return c.opt }
+
+// begin registers an operation in flight, unless the copier is closed.
+func (c *Copier) begin() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.inflight.Add(1)
+	return nil
+}
+
+func (c *Copier) end() { c.inflight.Done() }
+
+// stream returns the next stream of direction d, round robin.
+func (c *Copier) stream(d Direction) stream {
+	ss := c.h2d
+	if d == DeviceToHost {
+		ss = c.d2h
+	}
+	if len(ss) == 1 {
+		return ss[0]
+	}
+	return ss[int(c.rr[d].Add(1))%len(ss)]
+}
+
+// Close waits for the transfers in flight (asynchronous ones included),
+// unregisters the registrations still open, stops the workers and destroys
+// the streams and events. Staging buffers are all back in the pool (or
+// pending on fences that have completed) when it returns; the pool itself
+// is not closed. Later calls return ErrClosed, as does a second Close.
+func (c *Copier) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.inflight.Wait()
+	var errs []error
+	if err := c.regs.closeAll(); err != nil {
+		errs = append(errs, err)
+	}
+	c.work.stop()
+	for _, s := range append(append([]stream(nil), c.h2d...), c.d2h...) {
+		if err := s.synchronize(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := s.destroy(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.events.close(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("transfer: closing: %w", errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/pinpool/pinpool"
+)
+
+func sizesFor(chunk int) []int {
+	return []int{1, 2, chunk - 1, chunk, chunk + 1, 3*chunk + 5, 64*chunk + 7}
+}
+
+// TestRoundTrip copies random data both ways, byte for byte, for sizes
+// around the chunk size, staged and with the default direct threshold.
+func TestRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	for _, direct := range []int{-1, 0} {
+		for _, streams := range []int{2, 4} {
+			t.Run(fmt.Sprintf("direct=%d/streams=%d", direct, streams), func(t *testing.T) {
+				e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Streams: streams, DirectBelow: direct, Workers: 4})
+				for i, n := range sizesFor(testChunk) {
+					src := randomBytes(n, uint64(i)+1)
+					dev := e.d.alloc(n)
+					if err := e.c.ToDevice(ctx, dev, src); err != nil {
+						t.Fatalf("%d bytes: ToDevice: %v", n, err)
+					}
+					sameBytes(t, fmt.Sprintf("%d bytes on the device", n), e.devBytes(dev, n), src)
+					dst := randomBytes(n, uint64(i)+100)
+					want := randomBytes(n, uint64(i)+200)
+					e.setDev(dev, want)
+					if err := e.c.FromDevice(ctx, dst, dev); err != nil {
+						t.Fatalf("%d bytes: FromDevice: %v", n, err)
+					}
+					sameBytes(t, fmt.Sprintf("%d bytes back", n), dst, want)
+				}
+				st := e.c.Stats()
+				if direct < 0 && (st.ToDevice.Direct.Transfers != 0 || st.ToDevice.Staged.Transfers != uint64(len(sizesFor(testChunk)))) {
+					t.Errorf("DirectBelow < 0 but paths %+v", st.ToDevice)
+				}
+				if st.Chunks == 0 || st.PeakStaging > st.WindowBytes {
+					t.Errorf("stats %+v", st)
+				}
+			})
+		}
+	}
+}
+
+func TestZeroLength(t *testing.T) {
+	e := newEnv(t, Options{})
+	if err := e.c.ToDevice(context.Background(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.FromDevice(context.Background(), []byte{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.ToDeviceAsync(context.Background(), 0, nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.d.syncCopies.Load() + e.d.asyncCopies.Load(); n != 0 {
+		t.Fatalf("%d device copies for nothing", n)
+	}
+}
+
+// TestChunkOrder checks that a staged copy issues its chunks in order, each
+// once, alternating between the direction's streams, and that each stream
+// runs them in order.
+func TestChunkOrder(t *testing.T) {
+	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Streams: 4, DirectBelow: -1})
+	const n = 10*testChunk + 3
+	src := randomBytes(n, 9)
+	dev := e.d.alloc(n)
+	if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+		t.Fatal(err)
+	}
+	sameBytes(t, "device", e.devBytes(dev, n), src)
+	log := e.d.copies()
+	if len(log) != 11 {
+		t.Fatalf("%d copies for 11 chunks", len(log))
+	}
+	seen := map[int]bool{}
+	last := map[int]int{} // stream -> last offset
+	streams := map[int]bool{}
+	for _, cp := range log {
+		off := int(cp.dev - dev)
+		if off%testChunk != 0 || seen[off] || cp.dir != HostToDevice {
+			t.Fatalf("unexpected copy %+v (offset %d)", cp, off)
+		}
+		if want := min(testChunk, n-off); cp.n != want {
+			t.Fatalf("chunk at %d has %d bytes, want %d", off, cp.n, want)
+		}
+		seen[off] = true
+		if l, ok := last[cp.stream]; ok && l >= off {
+			t.Fatalf("stream %d ran offset %d after %d", cp.stream, off, l)
+		}
+		last[cp.stream] = off
+		streams[cp.stream] = true
+	}
+	if len(streams) != 2 {
+		t.Fatalf("host-to-device chunks used %d streams, want the 2 of the direction", len(streams))
+	}
+}
+
+// TestPaths checks the choice of path: direct below DirectBelow, staged
+// above, pinned for pool memory (detected, or given as a Buffer).
+func TestPaths(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Options{ChunkSize: testChunk, DirectBelow: 1000})
+	dev := e.d.alloc(1 << 20)
+	small := randomBytes(999, 1)
+	if p := e.c.PathOf(small); p != PathDirect {
+		t.Fatalf("999 bytes: %v", p)
+	}
+	if err := e.c.ToDevice(ctx, dev, small); err != nil {
+		t.Fatal(err)
+	}
+	if s, a := e.d.syncCopies.Load(), e.d.asyncCopies.Load(); s != 1 || a != 0 {
+		t.Fatalf("direct copy made %d sync and %d async copies", s, a)
+	}
+	sameBytes(t, "direct", e.devBytes(dev, 999), small)
+	if err := e.c.FromDevice(ctx, make([]byte, 999), dev); err != nil {
+		t.Fatal(err)
+	}
+	big := randomBytes(1000, 2)
+	if p := e.c.PathOf(big); p != PathStaged {
+		t.Fatalf("1000 bytes: %v", p)
+	}
+	if err := e.c.ToDevice(ctx, dev, big); err != nil {
+		t.Fatal(err)
+	}
+	buf, err := e.pool.Get(ctx, 3*testChunk+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Release()
+	copy(buf.Bytes(), randomBytes(buf.Len(), 3))
+	if p := e.c.PathOf(buf.Bytes()); p != PathPinned {
+		t.Fatalf("pool buffer: %v", p)
+	}
+	if err := e.c.ToDevice(ctx, dev, buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.ToDeviceBuffer(ctx, dev, buf); err != nil {
+		t.Fatal(err)
+	}
+	sameBytes(t, "pinned", e.devBytes(dev, buf.Len()), buf.Bytes())
+	want := randomBytes(buf.Len(), 4)
+	e.setDev(dev, want)
+	if err := e.c.FromDeviceBuffer(ctx, buf, dev); err != nil {
+		t.Fatal(err)
+	}
+	sameBytes(t, "pinned back", buf.Bytes(), want)
+	if e.d.maxAsyncLen.Load() != int64(buf.Len()) {
+		t.Fatalf("pinned copy was split: largest async copy %d bytes", e.d.maxAsyncLen.Load())
+	}
+	st := e.c.Stats()
+	if st.ToDevice.Direct.Transfers != 1 || st.FromDevice.Direct.Transfers != 1 || st.ToDevice.Staged.Transfers != 1 ||
+		st.ToDevice.Pinned.Transfers != 2 || st.FromDevice.Pinned.Transfers != 1 || st.ToDevice.Pinned.Bytes != int64(2*buf.Len()) {
+		t.Fatalf("stats %+v", st)
+	}
+	if st.Last.Direction != DeviceToHost || st.Last.Path != PathPinned || st.Last.Bytes != int64(buf.Len()) {
+		t.Fatalf("last %+v", st.Last)
+	}
+	dead, err := e.pool.Get(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.Release()
+	for _, b := range []pinpool.Buffer{dead, {}} {
+		if err := e.c.ToDeviceBuffer(ctx, dev, b); !errors.Is(err, pinpool.ErrReleased) {
+			t.Fatalf("dead buffer: %v", err)
+		}
+	}
+}
+
+func TestOptions(t *testing.T) {
+	o, err := Options{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Streams != 2 || o.ChunkSize != 16<<20 || o.WindowBytes != 256<<20 || o.Workers < 1 || o.Workers > 16 ||
+		o.DirectBelow != 2<<20 || o.RegisterChunk != 64<<30 || o.slots() != 16 {
+		t.Fatalf("defaults %+v", o)
+	}
+	for _, bad := range []Options{{Streams: 1}, {Streams: -2}, {ChunkSize: -1}, {ChunkSize: 1 << 20, WindowBytes: 1 << 19}, {Workers: -1}, {RegisterChunk: -1}} {
+		if _, err := bad.withDefaults(); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+	if _, err := newCopier(nil, newFakeDevice(), Options{}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("nil pool: %v", err)
+	}
+	if _, err := New(nil, nil, Options{}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("nil context: %v", err)
+	}
+	if p, d := PathRegistered.String(), DeviceToHost.String(); p != "registered" || d != "D2H" {
+		t.Errorf("%s %s", p, d)
+	}
+}
+
+func TestClose(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Options{ChunkSize: testChunk, DirectBelow: -1})
+	dev := e.d.alloc(1 << 20)
+	e.d.latency.Store(int64(200e3))
+	tr := e.c.ToDeviceAsync(ctx, dev, randomBytes(1<<20, 1))
+	if err := e.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := tr.Done(); !done || err != nil {
+		t.Fatalf("Close did not wait for the transfer: %v %v", done, err)
+	}
+	if err := e.c.ToDevice(ctx, dev, []byte{1}); !errors.Is(err, ErrClosed) {
+		t.Fatal(err)
+	}
+	if err := e.c.FromDeviceAsync(ctx, []byte{1}, dev).Wait(); !errors.Is(err, ErrClosed) {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Register(make([]byte, 10)); !errors.Is(err, ErrClosed) {
+		t.Fatal(err)
+	}
+	if err := e.c.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatal(err)
+	}
+	_ = e.c.Stats()
+}

@@ -1,0 +1,56 @@
+package transfer
+
+import "github.com/pinpool/pinpool/cuda"
+
+// device is what the engine needs from a GPU. The real implementation
+// (cudaDevice) wraps a *cuda.Context; tests use a simulated device, so that
+// the scheduling logic is checked without a GPU. Every method is safe for
+// concurrent use.
+type device interface {
+	// newStream makes a stream whose work runs in order and overlaps other
+	// streams (a non-blocking CUDA stream).
+	newStream() (stream, error)
+	// newEvent makes an event for fencing (no timing).
+	newEvent() (event, error)
+	// copyHtoD copies any host memory (pageable or pinned) to the device
+	// and returns when the data is there.
+	copyHtoD(dst cuda.DevicePtr, src []byte) error
+	// copyDtoH copies device memory into any host memory and returns when
+	// the data is there.
+	copyDtoH(dst []byte, src cuda.DevicePtr) error
+	// register page-locks b (one cuMemHostRegister call).
+	register(b []byte) (hostReg, error)
+	// isPinned reports whether b is page-locked memory that asynchronous
+	// copies accept.
+	isPinned(b []byte) bool
+}
+
+// stream is a device stream.
+type stream interface {
+	// copyHtoDAsync queues a copy of pinned src to dst and returns at once.
+	copyHtoDAsync(dst cuda.DevicePtr, src []byte) error
+	// copyDtoHAsync queues a copy from src into pinned dst.
+	copyDtoHAsync(dst []byte, src cuda.DevicePtr) error
+	// record marks the current end of the stream with e.
+	record(e event) error
+	// synchronize waits for all work queued on the stream.
+	synchronize() error
+	// destroy releases the stream; queued work still completes.
+	destroy() error
+}
+
+// event is a marker in a stream. Done makes it a pinpool.Fence.
+type event interface {
+	// Done reports without blocking whether the work recorded before the
+	// event has completed.
+	Done() (bool, error)
+	// synchronize waits until the event has completed.
+	synchronize() error
+	// destroy releases the event.
+	destroy() error
+}
+
+// hostReg is one registration of host memory; Free unregisters it.
+type hostReg interface {
+	Free() error
+}

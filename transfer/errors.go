@@ -1,0 +1,48 @@
+package transfer
+
+import "errors"
+
+// Errors of the package. Every error the package returns starts with
+// "transfer: " and wraps one of these, the context's error (for a
+// cancelled or timed-out copy), or an error of package cuda or pinpool, so
+// that callers can test it with errors.Is.
+var (
+	// ErrClosed is returned by every use of a Copier after Close, and by a
+	// second Close of a Copier or a Registration.
+	ErrClosed = errors.New("transfer: copier closed")
+
+	// ErrInvalidOptions is returned by New for a nil pool or context, or
+	// options out of range (for example Streams == 1, or a WindowBytes that
+	// cannot hold one chunk).
+	ErrInvalidOptions = errors.New("transfer: invalid options")
+
+	// ErrCopy wraps a failure of the device to queue or perform a copy; the
+	// driver's own error (a *cuda.Error) is wrapped beside it.
+	ErrCopy = errors.New("transfer: device copy failed")
+
+	// ErrStaging wraps a failure to get a pinned staging buffer from the
+	// pool (other than the context ending, which wraps ctx.Err()).
+	ErrStaging = errors.New("transfer: no staging buffer")
+
+	// ErrRegister is returned by Register for memory that cannot be
+	// page-locked: empty, not mapped, or refused by the driver.
+	ErrRegister = errors.New("transfer: cannot register memory")
+
+	// ErrAlreadyRegistered is returned by Register for memory that overlaps
+	// memory already page-locked (by this copier, a pool, or other code).
+	// errors.Is(err, ErrRegister) holds for it too.
+	ErrAlreadyRegistered = alreadyRegistered{}
+
+	// ErrNotMapped is returned by the zero-copy helpers for memory that is
+	// not mapped into the device's address space, and for devices that
+	// cannot map host memory at all.
+	ErrNotMapped = errors.New("transfer: host memory is not mapped into the device")
+)
+
+type alreadyRegistered struct{}
+
+func (alreadyRegistered) Error() string {
+	return "transfer: memory is already page-locked (registered)"
+}
+
+func (alreadyRegistered) Is(target error) bool { return target == ErrRegister }

@@ -1,0 +1,137 @@
+package transfer
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/pinpool/pinpool"
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// testChunk is the chunk size of most CPU tests: small, so that many chunks
+// run quickly.
+const testChunk = 64 << 10
+
+// env is a copier over a fake device and a pool of fake pinned memory. Its
+// cleanup closes the copier and checks that the pool got every staging
+// buffer back, that the fake device saw no violation, and that no
+// goroutine was left behind.
+type env struct {
+	t    testing.TB
+	d    *fakeDevice
+	be   *fakeBackend
+	pool *pinpool.Pool
+	c    *Copier
+}
+
+func newEnv(t testing.TB, opt Options) *env {
+	t.Helper()
+	g0 := runtime.NumGoroutine()
+	d := newFakeDevice()
+	be := &fakeBackend{d: d}
+	pool, err := pinpool.New(pinpool.Options{Backend: be, MinAvailable: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newCopier(pool, d, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, d: d, be: be, pool: pool, c: c}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			t.Errorf("Close: %v", err)
+		}
+		e.checkPool(false)
+		for _, v := range d.Violations() {
+			t.Errorf("fake device: %s", v)
+		}
+		if n := d.streams.Load(); n != 0 {
+			t.Errorf("%d streams left after Close", n)
+		}
+		if n := d.events.Load(); n != 0 {
+			t.Errorf("%d events left after Close", n)
+		}
+		if err := pool.Close(); err != nil {
+			t.Errorf("pool Close: %v", err)
+		}
+		waitGoroutines(t, g0)
+	})
+	return e
+}
+
+// checkPool waits (bounded) until the pool has no buffer in use or pending
+// on a fence; with noRetired it also wants no retired memory.
+func (e *env) checkPool(noRetired bool) {
+	e.t.Helper()
+	var st pinpool.Stats
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		st = e.pool.Stats()
+		if st.BytesInUse == 0 && st.BytesPending == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if st.BytesInUse != 0 || st.BytesPending != 0 {
+		e.t.Errorf("pool not consistent: %d bytes in use, %d pending", st.BytesInUse, st.BytesPending)
+	}
+	if noRetired && st.BytesRetired != 0 {
+		e.t.Errorf("pool retired %d bytes", st.BytesRetired)
+	}
+}
+
+// waitGoroutines waits (bounded) until no more goroutines run than before.
+func waitGoroutines(t testing.TB, before int) {
+	t.Helper()
+	var n int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if n = runtime.NumGoroutine(); n <= before {
+			return
+		}
+	}
+	buf := make([]byte, 1<<16)
+	t.Errorf("goroutine leak: %d running, %d before\n%s", n, before, buf[:runtime.Stack(buf, true)])
+}
+
+// randomBytes returns n random bytes from a seeded source (never all zero
+// for n >= 16).
+func randomBytes(n int, seed uint64) []byte {
+	b := make([]byte, n)
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16), 7})
+	r.Read(b)
+	return b
+}
+
+// devBytes returns a copy of the fake device's bytes at p.
+func (e *env) devBytes(p cuda.DevicePtr, n int) []byte {
+	e.t.Helper()
+	m, err := e.d.mem(p, n)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return bytes.Clone(m)
+}
+
+func (e *env) setDev(p cuda.DevicePtr, b []byte) {
+	e.t.Helper()
+	m, err := e.d.mem(p, len(b))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	copy(m, b)
+}
+
+func sameBytes(t testing.TB, what string, got, want []byte) {
+	t.Helper()
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && i < len(want) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("%s: %d bytes differ from %d wanted, first at %d", what, len(got), len(want), i)
+	}
+}

@@ -1,0 +1,55 @@
+package transfer
+
+// Direction is the direction of a copy.
+type Direction int
+
+// Directions.
+const (
+	// HostToDevice copies host memory to the device (H2D).
+	HostToDevice Direction = iota
+	// DeviceToHost copies device memory to host memory (D2H).
+	DeviceToHost
+)
+
+// String returns "H2D" or "D2H".
+func (d Direction) String() string {
+	if d == DeviceToHost {
+		return "D2H"
+	}
+	return "H2D"
+}
+
+// Path is the way a copy moves its bytes.
+type Path int
+
+// Paths, from the cheapest setup to the most work per byte.
+const (
+	// PathDirect is the driver's synchronous copy of pageable memory, for
+	// copies smaller than Options.DirectBelow.
+	PathDirect Path = iota
+	// PathStaged copies pageable memory through pooled pinned staging
+	// buffers, chunk by chunk, with CPU copies overlapping DMA.
+	PathStaged
+	// PathPinned is one asynchronous copy of memory that is already
+	// page-locked (a pool buffer, or memory cuda.IsPinned accepts).
+	PathPinned
+	// PathRegistered is asynchronous copies of memory registered with
+	// Copier.Register, split at the boundaries of its registered parts.
+	PathRegistered
+	numPaths
+)
+
+// String returns "direct", "staged", "pinned" or "registered".
+func (p Path) String() string {
+	switch p {
+	case PathDirect:
+		return "direct"
+	case PathStaged:
+		return "staged"
+	case PathPinned:
+		return "pinned"
+	case PathRegistered:
+		return "registered"
+	}
+	return "unknown"
+}

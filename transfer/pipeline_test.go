@@ -1,0 +1,255 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// TestWindowBound checks that the staging memory in flight, measured by the
+// fake device (bytes queued and not yet run) and by the copier, stays within
+// WindowBytes, with one transfer and with several at once.
+func TestWindowBound(t *testing.T) {
+	const window = 4 * testChunk
+	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: window, Streams: 4, DirectBelow: -1})
+	e.d.latency.Store(int64(100 * time.Microsecond))
+	const n = 40*testChunk + 9
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dev := e.d.alloc(n)
+			src := randomBytes(n, uint64(g))
+			dir := Direction(g % 2)
+			var err error
+			if dir == HostToDevice {
+				err = e.c.ToDevice(context.Background(), dev, src)
+			} else {
+				err = e.c.FromDevice(context.Background(), src, dev)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	st := e.c.Stats()
+	if m := e.d.maxInflight.Load(); m > window || m < 2*testChunk {
+		t.Errorf("fake device saw %d bytes in flight, window %d", m, window)
+	}
+	if st.PeakStaging > window || st.PeakStaging < 2*testChunk || st.WindowBytes != window || st.StagingBytes != 0 {
+		t.Errorf("staging stats %+v", st)
+	}
+	if st.StagingWaits == 0 || st.StagingWaitTime <= 0 {
+		t.Errorf("no staging waits counted: %+v", st)
+	}
+}
+
+// TestCancel cancels staged copies in the middle, in both directions, sync
+// and async, and checks the error, that nothing is left in flight when it
+// returns, and (in cleanup) that the pool got every buffer back.
+func TestCancel(t *testing.T) {
+	for _, dir := range []Direction{HostToDevice, DeviceToHost} {
+		for _, async := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/async=%v", dir, async), func(t *testing.T) {
+				e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, DirectBelow: -1})
+				e.d.latency.Store(int64(2 * time.Millisecond))
+				const n = 200 * testChunk
+				dev := e.d.alloc(n)
+				host := randomBytes(n, 5)
+				ctx, cancel := context.WithCancel(context.Background())
+				time.AfterFunc(15*time.Millisecond, cancel)
+				var err error
+				switch {
+				case async && dir == HostToDevice:
+					err = e.c.ToDeviceAsync(ctx, dev, host).Wait()
+				case async:
+					err = e.c.FromDeviceAsync(ctx, host, dev).Wait()
+				case dir == HostToDevice:
+					err = e.c.ToDevice(ctx, dev, host)
+				default:
+					err = e.c.FromDevice(ctx, host, dev)
+				}
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("got %v, want context.Canceled", err)
+				}
+				if in := e.d.inflight.Load(); in != 0 {
+					t.Fatalf("%d bytes still in flight after the cancelled copy returned", in)
+				}
+				if st := e.c.Stats(); st.Canceled != 1 || st.StagingBytes != 0 || st.Chunks == 0 || st.Chunks >= n/testChunk {
+					t.Fatalf("stats %+v", st)
+				}
+				e.checkPool(true)
+			})
+		}
+	}
+	t.Run("before start", func(t *testing.T) {
+		e := newEnv(t, Options{})
+		ctx, cancel := context.WithTimeout(context.Background(), 0)
+		defer cancel()
+		if err := e.c.ToDevice(ctx, e.d.alloc(10), make([]byte, 10)); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatal(err)
+		}
+	})
+}
+
+var errInjected = errors.New("injected failure")
+
+// TestFailure injects a device failure when the 5th chunk is queued, and
+// when it runs: the copy returns a typed error, stops, and leaks nothing.
+func TestFailure(t *testing.T) {
+	for _, when := range []string{"enqueue", "exec"} {
+		for _, dir := range []Direction{HostToDevice, DeviceToHost} {
+			t.Run(when+"/"+dir.String(), func(t *testing.T) {
+				e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, DirectBelow: -1})
+				e.d.latency.Store(int64(100 * time.Microsecond))
+				var calls atomic.Int64
+				fail := func(Direction, int) error {
+					if calls.Add(1) == 5 {
+						return fmt.Errorf("fake: %w: %w", errInjected, cuda.ErrLaunchFailed)
+					}
+					return nil
+				}
+				if when == "enqueue" {
+					e.d.failEnqueue = fail
+				} else {
+					e.d.failExec = fail
+				}
+				const n = 50 * testChunk
+				dev := e.d.alloc(n)
+				host := randomBytes(n, 3)
+				var err error
+				if dir == HostToDevice {
+					err = e.c.ToDevice(context.Background(), dev, host)
+				} else {
+					err = e.c.FromDevice(context.Background(), host, dev)
+				}
+				if !errors.Is(err, ErrCopy) || !errors.Is(err, errInjected) || !errors.Is(err, cuda.ErrLaunchFailed) {
+					t.Fatalf("got %v", err)
+				}
+				if in := e.d.inflight.Load(); in != 0 {
+					t.Fatalf("%d bytes in flight after the failed copy returned", in)
+				}
+				st := e.c.Stats()
+				if st.Failed != 1 || st.Chunks > 5+4 || st.ToDevice.Total().Transfers+st.FromDevice.Total().Transfers != 0 {
+					t.Fatalf("stats %+v", st)
+				}
+				// A queueing failure leaves no doubt about the buffer; a
+				// failure while running makes the pool retire it.
+				e.checkPool(when == "enqueue")
+				e.d.failEnqueue, e.d.failExec = nil, nil
+				if err := e.c.ToDevice(context.Background(), dev, host); err != nil {
+					t.Fatalf("copy after the failure: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestConcurrent runs many goroutines on two copiers sharing one pool, with
+// mixed sizes, directions and paths, and checks every byte.
+func TestConcurrent(t *testing.T) {
+	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 6 * testChunk, Streams: 4, DirectBelow: 4096})
+	c2, err := newCopier(e.pool, e.d, Options{ChunkSize: testChunk, WindowBytes: 3 * testChunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c2.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	e.d.latency.Store(int64(20 * time.Microsecond))
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := e.c
+			if g%3 == 0 {
+				c = c2
+			}
+			for i := range 6 {
+				n := []int{1, 4095, testChunk + 1, 5*testChunk + 17}[(g+i)%4]
+				src := randomBytes(n, uint64(g*100+i))
+				dev := e.d.alloc(n)
+				if g%2 == 0 {
+					if err := c.ToDeviceAsync(context.Background(), dev, src).Wait(); err != nil {
+						t.Error(err)
+						return
+					}
+				} else if err := c.ToDevice(context.Background(), dev, src); err != nil {
+					t.Error(err)
+					return
+				}
+				back := make([]byte, n)
+				if err := c.FromDevice(context.Background(), back, dev); err != nil {
+					t.Error(err)
+					return
+				}
+				sameBytes(t, fmt.Sprintf("goroutine %d, %d bytes", g, n), back, src)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestAsyncFence uses a Transfer as the fence of a pool buffer it reads.
+func TestAsyncFence(t *testing.T) {
+	e := newEnv(t, Options{ChunkSize: testChunk})
+	e.d.latency.Store(int64(5 * time.Millisecond))
+	ctx := context.Background()
+	buf, err := e.pool.Get(ctx, 2*testChunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := randomBytes(buf.Len(), 8)
+	copy(buf.Bytes(), src)
+	dev := e.d.alloc(buf.Len())
+	tr := e.c.ToDeviceAsync(ctx, dev, buf.Bytes())
+	if tr.Len() != buf.Len() || tr.Direction() != HostToDevice {
+		t.Fatalf("transfer %d %v", tr.Len(), tr.Direction())
+	}
+	if done, _ := tr.Done(); done {
+		t.Fatal("done before the device ran the copy")
+	}
+	if err := buf.ReleaseAfter(tr); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	sameBytes(t, "device", e.devBytes(dev, len(src)), src)
+}
+
+// TestFakeChecks makes sure the fake device's checks are not vacuous: it
+// flags an asynchronous copy of Go memory, and a staging buffer changed
+// before its copy ran.
+func TestFakeChecks(t *testing.T) {
+	d := newFakeDevice()
+	d.gate = make(chan struct{})
+	s, _ := d.newStream()
+	defer s.destroy()
+	dev := d.alloc(100)
+	if err := s.copyHtoDAsync(dev, make([]byte, 100)); !errors.Is(err, cuda.ErrNotPinned) {
+		t.Fatalf("Go memory: %v", err)
+	}
+	be := &fakeBackend{d: d}
+	a, _ := be.Alloc(4096)
+	if err := s.copyHtoDAsync(dev, a.Bytes()[:100]); err != nil {
+		t.Fatal(err)
+	}
+	a.Bytes()[0]++ // reused before the copy ran
+	close(d.gate)
+	s.synchronize()
+	if v := d.Violations(); len(v) != 2 {
+		t.Fatalf("violations %q", v)
+	}
+}

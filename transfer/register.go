@@ -1,0 +1,242 @@
+package transfer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// Registration is host memory page-locked by Copier.Register for a scope:
+// copies to and from any range inside it go directly as asynchronous
+// copies, with no staging, until Close. It suits large buffers that are
+// copied many times; registering costs about 0.23 ms for 3 MiB and 43 ms
+// for 1 GiB of touched memory on the H200 host, and unregistering
+// synchronises with the device.
+type Registration struct {
+	c          *Copier
+	mem        []byte // keeps a Go slice alive (the Go heap does not move)
+	start, end uintptr
+	parts      []regPart
+	users      sync.WaitGroup // copies using the registration
+	closed     bool           // under c.regs.mu
+}
+
+// regPart is one cuMemHostRegister call's range, in absolute addresses.
+type regPart struct {
+	start, end uintptr
+	h          hostReg
+}
+
+// registry holds a copier's open registrations, sorted by address.
+type registry struct {
+	chunk int // Options.RegisterChunk, a multiple of the page size
+	mu    sync.RWMutex
+	list  []*Registration
+}
+
+// Register page-locks b, in parts of at most Options.RegisterChunk bytes
+// whose boundaries fall on pages, so that copies of b's bytes go directly to
+// and from the device until the Registration is closed. b must stay
+// allocated until then (a Go slice is kept referenced by the Registration;
+// an mmap'd region must not be unmapped). If a part fails, the parts already
+// registered are unregistered. Errors wrap ErrRegister: for empty memory,
+// memory the driver refuses (not mapped, for instance), and, as
+// ErrAlreadyRegistered, memory that overlaps a registration of this copier
+// or memory already page-locked (a pool buffer).
+//
+// The driver refuses a copy that spans two registrations, so copies are
+// split at the parts' boundaries; memory registered by other code is not
+// known to the copier and must not be copied across its registrations'
+// boundaries.
+func (c *Copier) Register(b []byte) (*Registration, error) {
+	if err := c.begin(); err != nil {
+		return nil, err
+	}
+	defer c.end()
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: empty memory", ErrRegister)
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	r := &Registration{c: c, mem: b, start: start, end: start + uintptr(len(b))}
+	if c.regs.overlaps(r.start, r.end) {
+		return nil, fmt.Errorf("%w: %d bytes at %#x overlap a registration of this copier", ErrAlreadyRegistered, len(b), start)
+	}
+	if c.dev.isPinned(b[:1]) || c.dev.isPinned(b[len(b)-1:]) {
+		return nil, fmt.Errorf("%w: %d bytes at %#x are page-locked already", ErrAlreadyRegistered, len(b), start)
+	}
+	for _, p := range partRanges(start, len(b), c.regs.chunk) {
+		off, end := int(p.start-start), int(p.end-start)
+		h, err := c.dev.register(b[off:end:end])
+		if err != nil {
+			kind := ErrRegister
+			if errors.Is(err, cuda.ErrAlreadyRegistered) {
+				kind = ErrAlreadyRegistered
+			}
+			err = fmt.Errorf("%w: bytes [%d, %d) of %d at %#x (part %d): %w", kind, off, end, len(b), start, len(r.parts)+1, err)
+			return nil, errors.Join(err, r.free())
+		}
+		p.h = h
+		r.parts = append(r.parts, p)
+	}
+	if !c.regs.insert(r) {
+		err := fmt.Errorf("%w: %d bytes at %#x were registered meanwhile", ErrAlreadyRegistered, len(b), start)
+		return nil, errors.Join(err, r.free())
+	}
+	return r, nil
+}
+
+// partRanges splits [start, start+n) at the multiples of chunk (a multiple
+// of the page size) counted from start's page.
+func partRanges(start uintptr, n, chunk int) []regPart {
+	end := start + uintptr(n)
+	page := uintptr(os.Getpagesize())
+	next := start&^(page-1) + uintptr(chunk)
+	var parts []regPart
+	for s := start; s < end; next += uintptr(chunk) {
+		e := min(next, end)
+		parts = append(parts, regPart{start: s, end: e})
+		s = e
+	}
+	return parts
+}
+
+// Bytes is the registered memory.
+func (r *Registration) Bytes() []byte { return r.mem }
+
+// Parts is the number of cuMemHostRegister calls the memory took.
+func (r *Registration) Parts() int { return len(r.parts) }
+
+// Close waits for copies that use the registration, then unregisters it;
+// the memory stays valid as ordinary memory. A second Close returns
+// ErrClosed. Copier.Close closes the registrations still open.
+func (r *Registration) Close() error {
+	if !r.c.regs.remove(r) {
+		return ErrClosed
+	}
+	r.users.Wait()
+	if err := r.free(); err != nil {
+		return fmt.Errorf("transfer: unregistering %d bytes at %#x: %w", len(r.mem), r.start, err)
+	}
+	return nil
+}
+
+// free unregisters the parts, last first.
+func (r *Registration) free() error {
+	var errs []error
+	for i := len(r.parts) - 1; i >= 0; i-- {
+		if err := r.parts[i].h.Free(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	r.parts = nil
+	return errors.Join(errs...)
+}
+
+// pieces splits host memory inside the registration at part boundaries,
+// as ranges relative to host.
+func (r *Registration) pieces(host []byte) []piece {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(host)))
+	e := p + uintptr(len(host))
+	var out []piece
+	for _, part := range r.parts {
+		s, t := max(part.start, p), min(part.end, e)
+		if s < t {
+			out = append(out, piece{int(s - p), int(t - p)})
+		}
+	}
+	return out
+}
+
+// done ends a use taken by lookup.
+func (r *Registration) done() { r.users.Done() }
+
+// lookup returns the registration that holds all of b, with a use taken,
+// or nil.
+func (g *registry) lookup(b []byte) *Registration {
+	if len(b) == 0 {
+		return nil
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	e := p + uintptr(len(b))
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	i, _ := slices.BinarySearchFunc(g.list, p, func(r *Registration, t uintptr) int {
+		if r.end <= t {
+			return -1
+		}
+		if r.start > t {
+			return 1
+		}
+		return 0
+	})
+	if i < len(g.list) {
+		if r := g.list[i]; r.start <= p && e <= r.end {
+			r.users.Add(1)
+			return r
+		}
+	}
+	return nil
+}
+
+func (g *registry) overlaps(s, e uintptr) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.overlapsLocked(s, e)
+}
+
+func (g *registry) overlapsLocked(s, e uintptr) bool {
+	for _, r := range g.list {
+		if r.start < e && s < r.end {
+			return true
+		}
+	}
+	return false
+}
+
+// insert adds r unless it overlaps an open registration.
+func (g *registry) insert(r *Registration) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.overlapsLocked(r.start, r.end) {
+		return false
+	}
+	i, _ := slices.BinarySearchFunc(g.list, r.start, func(x *Registration, t uintptr) int {
+		if x.start < t {
+			return -1
+		}
+		return 1
+	})
+	g.list = slices.Insert(g.list, i, r)
+	return true
+}
+
+// remove takes r out of the registry; false if it was closed already.
+func (g *registry) remove(r *Registration) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.closed = true
+	g.list = slices.DeleteFunc(g.list, func(x *Registration) bool { return x == r })
+	return true
+}
+
+// closeAll closes every open registration.
+func (g *registry) closeAll() error {
+	g.mu.RLock()
+	list := slices.Clone(g.list)
+	g.mu.RUnlock()
+	var errs []error
+	for _, r := range list {
+		if err := r.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,128 @@
+package transfer
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Stats is a snapshot of a copier's counters. Times are wall-clock times of
+// whole transfers, from the call to the last byte in place; transfers that
+// run at once overlap, so Bytes/Time of a path is the average speed of one
+// transfer, not the copier's aggregate throughput.
+type Stats struct {
+	ToDevice   DirectionStats // host-to-device copies
+	FromDevice DirectionStats // device-to-host copies
+
+	Chunks          uint64        // staging chunks issued
+	StagingWaits    uint64        // chunks that waited for a window slot
+	StagingWaitTime time.Duration // total time spent waiting for one
+	StagingBytes    int64         // staging memory held now (whole chunks)
+	PeakStaging     int64         // the most staging memory held at once
+	WindowBytes     int64         // the bound: slots * ChunkSize
+
+	Failed   uint64 // transfers that returned an error other than cancellation
+	Canceled uint64 // transfers cut short by their context
+
+	Last LastTransfer // the last transfer that finished without error
+}
+
+// DirectionStats counts one direction's transfers by path.
+type DirectionStats struct {
+	Direct, Staged, Pinned, Registered PathStats
+}
+
+// Total sums the paths.
+func (d DirectionStats) Total() PathStats {
+	var t PathStats
+	for _, p := range []PathStats{d.Direct, d.Staged, d.Pinned, d.Registered} {
+		t.Transfers += p.Transfers
+		t.Bytes += p.Bytes
+		t.Time += p.Time
+	}
+	return t
+}
+
+// PathStats counts the transfers of one direction and path that finished
+// without error.
+type PathStats struct {
+	Transfers uint64
+	Bytes     int64
+	Time      time.Duration
+}
+
+// GBps is the cumulative bandwidth, Bytes/Time in 10^9 bytes per second (0
+// before any transfer).
+func (p PathStats) GBps() float64 { return gbps(p.Bytes, p.Time) }
+
+// LastTransfer describes one finished transfer.
+type LastTransfer struct {
+	Direction Direction
+	Path      Path
+	Bytes     int64
+	Time      time.Duration
+}
+
+// GBps is the transfer's achieved bandwidth in 10^9 bytes per second.
+func (l LastTransfer) GBps() float64 { return gbps(l.Bytes, l.Time) }
+
+func gbps(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds() / 1e9
+}
+
+// counters are the copier's live counters.
+type counters struct {
+	path             [2][numPaths]pathCounters
+	chunks           atomic.Uint64
+	failed, canceled atomic.Uint64
+	lastMu           sync.Mutex
+	last             LastTransfer
+}
+
+type pathCounters struct {
+	n     atomic.Uint64
+	bytes atomic.Int64
+	nanos atomic.Int64
+}
+
+func (c *counters) record(d Direction, p Path, n int, dt time.Duration) {
+	pc := &c.path[d][p]
+	pc.n.Add(1)
+	pc.bytes.Add(int64(n))
+	pc.nanos.Add(int64(dt))
+	c.lastMu.Lock()
+	c.last = LastTransfer{Direction: d, Path: p, Bytes: int64(n), Time: dt}
+	c.lastMu.Unlock()
+}
+
+func (c *counters) dir(d Direction) DirectionStats {
+	get := func(p Path) PathStats {
+		pc := &c.path[d][p]
+		return PathStats{Transfers: pc.n.Load(), Bytes: pc.bytes.Load(), Time: time.Duration(pc.nanos.Load())}
+	}
+	return DirectionStats{Direct: get(PathDirect), Staged: get(PathStaged), Pinned: get(PathPinned), Registered: get(PathRegistered)}
+}
+
+// Stats returns a snapshot of the copier's counters. It is cheap and safe
+// to call at any time, also after Close.
+func (c *Copier) Stats() Stats {
+	st := Stats{
+		ToDevice:        c.stats.dir(HostToDevice),
+		FromDevice:      c.stats.dir(DeviceToHost),
+		Chunks:          c.stats.chunks.Load(),
+		StagingWaits:    c.win.waits.Load(),
+		StagingWaitTime: time.Duration(c.win.waitNanos.Load()),
+		StagingBytes:    c.win.held.Load() * c.win.chunk,
+		PeakStaging:     c.win.peak.Load() * c.win.chunk,
+		WindowBytes:     int64(cap(c.win.tokens)) * c.win.chunk,
+		Failed:          c.stats.failed.Load(),
+		Canceled:        c.stats.canceled.Load(),
+	}
+	c.stats.lastMu.Lock()
+	st.Last = c.stats.last
+	c.stats.lastMu.Unlock()
+	return st
+}
