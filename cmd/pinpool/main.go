@@ -6,6 +6,8 @@
 // Usage:
 //
 //	pinpool info [--json]
+//	pinpool stress [--goroutines 10] [--iterations 100] [--size 3110400] [--sleep-scale 1] [--warmup N] [--reserve] [--budget BYTES] [--wait D] [--[no-]exact] [--compare-raw] [--compare-seed] [--metrics-addr HOST:PORT] [--json]
+//	pinpool monitor [--interval 1s] [--once | --count N] [--pid PID] [--warn-below 3%] [--json]
 //
 // Exit status: 0 on success, 1 on failure, 2 on a usage error. No GPU is not
 // a failure: the tool says so in one line and reports the host side.
@@ -22,7 +24,9 @@ import (
 
 // cli is the command line: one field per subcommand, each in its own file.
 type cli struct {
-	Info infoCmd `cmd:"" help:"Show the CUDA driver, each device's pinned-memory attributes, and the host's locked-memory limits."`
+	Info    infoCmd    `cmd:"" help:"Show the CUDA driver, each device's pinned-memory attributes, and the host's locked-memory limits."`
+	Stress  stressCmd  `cmd:"" help:"Run the seed's pool test (goroutines getting and releasing frames) on pinpool's pool, optionally against raw allocation and the seed design."`
+	Monitor monitorCmd `cmd:"" help:"Watch locked and pinned memory: /proc/meminfo, a process's VmLck and VmPin, RLIMIT_MEMLOCK, GPU memory."`
 }
 
 // globals are passed to every subcommand's Run.

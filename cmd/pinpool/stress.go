@@ -1,0 +1,443 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pinpool/pinpool"
+	"github.com/pinpool/pinpool/cuda"
+	"github.com/pinpool/pinpool/hostmem"
+	"github.com/pinpool/pinpool/internal/seedpool"
+	"github.com/pinpool/pinpool/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// stressCmd is `pinpool stress`: the seed's own test (internal/seedpool's
+// Workload) run on pinpool's pool, and optionally on a raw allocation per
+// iteration and on the seed pool's design, side by side.
+//
+// Each contender runs a warm-up pass (--warmup iterations per goroutine)
+// and then the measured pass; the figures are those of the measured pass,
+// and "driver allocs" counts the backend (driver) allocations made during
+// it, so a warm pool shows 0.
+//
+// Gets on pinpool's pool use TryGet, which fails at once with ErrBudget when
+// the budget (--budget) or the system guard leaves no room, or, with
+// --wait D, Get with a deadline of D. Any failed get or release in any pass
+// makes the command exit 1 after printing the report.
+type stressCmd struct {
+	Goroutines  int           `default:"10" help:"Goroutines, each getting and releasing a buffer in a loop (the seed test's threads)."`
+	Iterations  int           `default:"100" help:"Measured iterations per goroutine."`
+	Size        byteSize      `default:"3110400" help:"Bytes per get; default a 1080p NV12 frame. Units: KiB, MiB, GiB (also K, M, G) or kB, MB, GB."`
+	SleepScale  float64       `default:"1" help:"Scale of the seed's growing hold between get and release ((i+1)*10µs in iteration i at 1); 0: a tight loop."`
+	Warmup      int           `default:"-1" help:"Iterations per goroutine of the warm-up pass run before measuring; -1: as many as --iterations; 0: none."`
+	Reserve     bool          `help:"Pre-warm pinpool's pool with one idle buffer per goroutine (Pool.Reserve) before the warm-up, as a service that knows its peak would."`
+	Budget      byteSize      `default:"0" help:"Budget of pinpool's pool in bytes (0: none); the raw and seed contenders have none."`
+	Wait        time.Duration `default:"0s" help:"How long a get on pinpool's pool may wait for room in the budget (Get with a deadline); 0: TryGet, which fails at once."`
+	Exact       bool          `default:"true" negatable:"" help:"Give every request size its own class, like the seed's fixed frames; --no-exact rounds sizes to classes."`
+	CompareRaw  bool          `help:"Also run the workload with a raw allocation and free per iteration: cuMemHostAlloc+cuMemFreeHost with a GPU, mmap+mlock (hostmem.Alloc+Unmap) without."`
+	CompareSeed bool          `help:"Also run the workload on the seed pool's design (one mutex, grow by 4, keep 32) over the same backend."`
+	MetricsAddr string        `placeholder:"HOST:PORT" help:"Serve the pool's Prometheus metrics at http://HOST:PORT/metrics while the command runs (port 0 picks one; the address is printed on stderr)."`
+	JSON        bool          `help:"Print JSON instead of a table."`
+}
+
+// Validate checks the flags; kong reports its error as a usage error.
+func (c *stressCmd) Validate() error {
+	switch {
+	case c.Goroutines < 1 || c.Goroutines > 1<<16:
+		return fmt.Errorf("--goroutines %d: want 1 .. 65536", c.Goroutines)
+	case c.Iterations < 1:
+		return fmt.Errorf("--iterations %d: want at least 1", c.Iterations)
+	case c.Warmup < -1:
+		return fmt.Errorf("--warmup %d: want -1 (as many as --iterations), 0 (none) or more", c.Warmup)
+	case c.Size < 1 || int64(c.Size) > pinpool.MaxSize || int64(c.Size) > math.MaxInt:
+		return fmt.Errorf("--size %d: want 1 .. %d bytes", int64(c.Size), int64(pinpool.MaxSize))
+	case c.SleepScale < 0 || math.IsNaN(c.SleepScale) || math.IsInf(c.SleepScale, 0):
+		return fmt.Errorf("--sleep-scale %v: want a finite number >= 0", c.SleepScale)
+	case c.Wait < 0:
+		return fmt.Errorf("--wait %v: want 0 or more", c.Wait)
+	}
+	return nil
+}
+
+// stressReport is what `pinpool stress` reports; it is also the --json
+// schema.
+type stressReport struct {
+	Workload stressWorkload `json:"workload"`
+	Backend  string         `json:"backend"`          // pinpool's backend
+	NoGPU    string         `json:"no_gpu,omitempty"` // why there is no GPU, when there is none
+	Metrics  string         `json:"metrics_url,omitempty"`
+	Results  []stressResult `json:"results"`
+}
+
+type stressWorkload struct {
+	Goroutines int     `json:"goroutines"`
+	Iterations int     `json:"iterations"`
+	Size       int64   `json:"size_bytes"`
+	SleepScale float64 `json:"sleep_scale"`
+	Warmup     int     `json:"warmup_iterations"`
+	Budget     int64   `json:"budget_bytes"` // 0: none
+	Exact      bool    `json:"exact"`
+	Reserved   int     `json:"reserved_buffers"` // buffers pre-warmed with Pool.Reserve (--reserve)
+	Get        string  `json:"get"`              // "TryGet" or "Get with a 100ms deadline"
+}
+
+// stressResult is one contender's measured pass.
+type stressResult struct {
+	Name           string  `json:"name"`   // "pinpool", "seed" or "raw"
+	Memory         string  `json:"memory"` // the backend, or the raw calls
+	Ops            int     `json:"ops"`
+	Failures       int     `json:"failures"`
+	WarmupFailures int     `json:"warmup_failures"`
+	DurationNs     int64   `json:"duration_ns"`
+	OpsPerSecond   float64 `json:"ops_per_second"`
+	P50Ns          int64   `json:"p50_ns"`
+	P99Ns          int64   `json:"p99_ns"`
+	MaxNs          int64   `json:"max_ns"`
+	// Hits and Misses are null for a contender that does not count them
+	// (the seed design).
+	Hits   *uint64 `json:"hits"`
+	Misses *uint64 `json:"misses"`
+	// BytesHeld is what the contender holds after the measured pass (idle
+	// memory for a pool); PeakBytesHeld the most it held at once.
+	BytesHeld     int64 `json:"bytes_held"`
+	PeakBytesHeld int64 `json:"peak_bytes_held"`
+	// DriverAllocs counts backend allocation calls during the measured
+	// pass (failed ones included).
+	DriverAllocs int64  `json:"driver_allocations"`
+	FirstError   string `json:"first_error,omitempty"`
+}
+
+// Run runs the contenders one after the other and prints the report.
+func (c *stressCmd) Run(g *globals) error {
+	noGPU, err := probeGPU()
+	if err != nil {
+		return err
+	}
+	backend, err := pinpool.DefaultBackend()
+	if err != nil {
+		return err
+	}
+	if cl, ok := backend.(io.Closer); ok {
+		defer cl.Close()
+	}
+	if noGPU != "" {
+		fmt.Fprintf(g.stderr, "host backend: no GPU (%s)\n", noGPU)
+	} else {
+		fmt.Fprintf(g.stderr, "backend: %s (CUDA device 0)\n", backend.Name())
+	}
+	p, err := pinpool.New(pinpool.Options{Backend: backend, Budget: int64(c.Budget), Exact: c.Exact})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+
+	rep := &stressReport{
+		Workload: stressWorkload{
+			Goroutines: c.Goroutines, Iterations: c.Iterations, Size: int64(c.Size), SleepScale: c.SleepScale,
+			Warmup: c.Warmup, Budget: int64(c.Budget), Exact: c.Exact, Get: "TryGet",
+		},
+		Backend: backend.Name(),
+		NoGPU:   noGPU,
+		Results: []stressResult{},
+	}
+	if c.Warmup < 0 {
+		c.Warmup = c.Iterations
+		rep.Workload.Warmup = c.Warmup
+	}
+	if c.Reserve {
+		rep.Workload.Reserved = c.Goroutines
+		if err := p.Reserve(int(c.Size), c.Goroutines); err != nil {
+			return fmt.Errorf("--reserve: %w", err)
+		}
+	}
+	if c.Wait > 0 {
+		rep.Workload.Get = fmt.Sprintf("Get with a %v deadline", c.Wait)
+	}
+	if c.MetricsAddr != "" {
+		url, stop, err := serveMetrics(c.MetricsAddr, p)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		rep.Metrics = url
+		fmt.Fprintf(g.stderr, "metrics: serving %s\n", url)
+	}
+
+	rep.Results = append(rep.Results, c.runPool(p))
+	p.Close() // its memory goes back before the next contender runs
+	if c.CompareSeed {
+		rep.Results = append(rep.Results, c.runSeed(backend))
+	}
+	if c.CompareRaw {
+		r, err := c.runRaw(noGPU == "")
+		if err != nil {
+			return err
+		}
+		rep.Results = append(rep.Results, r)
+	}
+
+	if c.JSON {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else if err := rep.writeText(g.stdout); err != nil {
+		return err
+	}
+	return rep.failure()
+}
+
+// workload returns the seed workload with the command's figures, for the
+// warm-up pass or the measured pass.
+func (c *stressCmd) workload(warmup bool) seedpool.Workload {
+	w := seedpool.Workload{Goroutines: c.Goroutines, Iterations: c.Iterations, Size: int(c.Size), SleepScale: c.SleepScale}
+	if warmup {
+		w.Iterations = c.Warmup
+	}
+	return w
+}
+
+// measure runs the warm-up pass (when asked) and the measured pass with get,
+// calling between after the warm-up, and fills in r's timing figures.
+func (c *stressCmd) measure(r *stressResult, get func(int) (func() error, error), between func()) {
+	if c.Warmup > 0 {
+		res, _ := c.workload(true).Run(get)
+		r.WarmupFailures = res.Failures
+		if res.Err != nil {
+			r.FirstError = "warm-up: " + res.Err.Error()
+		}
+	}
+	between()
+	res, _ := c.workload(false).Run(get) // the error is res.Err
+	r.Ops, r.Failures = res.Ops, res.Failures
+	r.DurationNs = res.Duration.Nanoseconds()
+	r.OpsPerSecond = res.PairsPerSecond()
+	r.P50Ns, r.P99Ns, r.MaxNs = res.P50.Nanoseconds(), res.P99.Nanoseconds(), res.Max.Nanoseconds()
+	if res.Err != nil && r.FirstError == "" {
+		r.FirstError = res.Err.Error()
+	}
+}
+
+// runPool runs the workload on pinpool's pool.
+func (c *stressCmd) runPool(p *pinpool.Pool) stressResult {
+	wait := c.Wait
+	get := func(size int) (func() error, error) {
+		var b pinpool.Buffer
+		var err error
+		if wait > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			b, err = p.Get(ctx, size)
+			cancel()
+		} else {
+			b, err = p.TryGet(size)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return b.Release, nil
+	}
+	r := stressResult{Name: "pinpool", Memory: p.Backend().Name()}
+	var before pinpool.Stats
+	c.measure(&r, get, func() { before = p.Stats() })
+	after := p.Stats()
+	hits, misses := after.Hits-before.Hits, after.Misses-before.Misses
+	r.Hits, r.Misses = &hits, &misses
+	r.BytesHeld, r.PeakBytesHeld = after.BytesHeld, after.PeakHeld
+	r.DriverAllocs = int64(after.Grows-before.Grows) + int64(after.Failures-before.Failures)
+	return r
+}
+
+// runSeed runs the workload on the seed pool's design over backend.
+func (c *stressCmd) runSeed(backend pinpool.Backend) stressResult {
+	alloc := seedpool.NewFuncAllocator(func(n int) ([]byte, func() error, error) {
+		a, err := backend.Alloc(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		return a.Bytes(), a.Free, nil
+	}, 4096)
+	sp := seedpool.New(alloc, seedpool.Options{})
+	defer sp.Destroy()
+	r := stressResult{Name: "seed", Memory: backend.Name()}
+	var allocs int64
+	c.measure(&r, sp.Get, func() { allocs = sp.Allocations() })
+	r.DriverAllocs = sp.Allocations() - allocs
+	r.BytesHeld, r.PeakBytesHeld = sp.HeldBytes(), sp.PeakHeldBytes()
+	return r
+}
+
+// runRaw runs the workload with one raw allocation and free per iteration:
+// through the driver (cuMemHostAlloc, device 0) when gpu is set, else
+// locked host memory (hostmem.Alloc: mmap, prefault, mlock).
+func (c *stressCmd) runRaw(gpu bool) (stressResult, error) {
+	var live, peak, calls atomic.Int64
+	hold := func(n int64) {
+		v := live.Add(n)
+		for {
+			m := peak.Load()
+			if v <= m || peak.CompareAndSwap(m, v) {
+				return
+			}
+		}
+	}
+	r := stressResult{Name: "raw"}
+	var get func(int) (func() error, error)
+	if gpu {
+		ctx, err := cuda.NewContext(0)
+		if err != nil {
+			return r, err
+		}
+		defer ctx.Close()
+		r.Memory = "cuMemHostAlloc+cuMemFreeHost"
+		get = func(size int) (func() error, error) {
+			calls.Add(1)
+			m, err := ctx.HostAlloc(size, 0)
+			if err != nil {
+				return nil, err
+			}
+			hold(int64(size))
+			return func() error { live.Add(-int64(size)); return m.Free() }, nil
+		}
+	} else {
+		r.Memory = "hostmem.Alloc+Unmap (mmap+mlock)"
+		get = func(size int) (func() error, error) {
+			calls.Add(1)
+			m, err := hostmem.Alloc(size, hostmem.Options{})
+			if err != nil {
+				return nil, err
+			}
+			hold(int64(size))
+			return func() error { live.Add(-int64(size)); return m.Unmap() }, nil
+		}
+	}
+	var before int64
+	c.measure(&r, get, func() { before = calls.Load(); peak.Store(live.Load()) })
+	r.DriverAllocs = calls.Load() - before
+	hits, misses := uint64(0), uint64(r.DriverAllocs)
+	r.Hits, r.Misses = &hits, &misses
+	r.BytesHeld, r.PeakBytesHeld = live.Load(), peak.Load()
+	return r, nil
+}
+
+// failure returns an error when any get or release failed, in any pass.
+func (r *stressReport) failure() error {
+	var msgs []string
+	for _, res := range r.Results {
+		if n := res.Failures + res.WarmupFailures; n > 0 {
+			total := r.Workload.Goroutines * (r.Workload.Iterations + r.Workload.Warmup)
+			msgs = append(msgs, fmt.Sprintf("%s: %d of %d gets or releases failed (first: %s)", res.Name, n, total, res.FirstError))
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New("stress: " + strings.Join(msgs, "; "))
+}
+
+func (r *stressReport) writeText(w io.Writer) error {
+	wl := r.Workload
+	classes := "exact classes"
+	if !wl.Exact {
+		classes = "rounded classes"
+	}
+	budget := "no budget"
+	if wl.Budget > 0 {
+		budget = "budget " + formatBytes(uint64(wl.Budget))
+	}
+	reserved := ""
+	if wl.Reserved > 0 {
+		reserved = fmt.Sprintf(", %d buffers reserved", wl.Reserved)
+	}
+	fmt.Fprintf(w, "stress: %d goroutines × %d iterations of %d bytes (%s), sleep scale %g, warm-up %d iterations; pinpool: %s, %s, %s%s\n",
+		wl.Goroutines, wl.Iterations, wl.Size, formatBytes(uint64(wl.Size)), wl.SleepScale, wl.Warmup, classes, budget, wl.Get, reserved)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "contender\tmemory\tops/s\tp50\tp99\tmax\thits\tmisses\theld\tpeak\tdriver allocs\tfailures")
+	for _, res := range r.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n",
+			res.Name, res.Memory, res.OpsPerSecond,
+			formatNs(res.P50Ns), formatNs(res.P99Ns), formatNs(res.MaxNs),
+			optCount(res.Hits), optCount(res.Misses),
+			formatBytes(uint64(max(0, res.BytesHeld))), formatBytes(uint64(max(0, res.PeakBytesHeld))),
+			res.DriverAllocs, res.Failures+res.WarmupFailures)
+	}
+	return tw.Flush()
+}
+
+// optCount renders a count that a contender may not have.
+func optCount(v *uint64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
+}
+
+// formatNs renders nanoseconds with three significant digits.
+func formatNs(ns int64) string {
+	d := float64(ns)
+	switch {
+	case ns < 1000:
+		return fmt.Sprintf("%dns", ns)
+	case ns < 1e6:
+		return fmt.Sprintf("%.3gµs", d/1e3)
+	case ns < 1e9:
+		return fmt.Sprintf("%.3gms", d/1e6)
+	}
+	return fmt.Sprintf("%.3gs", d/1e9)
+}
+
+// probeGPU reports why there is no GPU ("" when device 0 exists); an error
+// only for a driver that is present but fails.
+func probeGPU() (noGPU string, err error) {
+	n, err := cuda.DeviceCount()
+	switch {
+	case cuda.IsNoDriver(err):
+		return err.Error(), nil
+	case err != nil:
+		return "", err
+	case n == 0:
+		return "the driver sees no CUDA device", nil
+	}
+	return "", nil
+}
+
+// serveMetrics serves p's metrics (package metrics, in a registry of its
+// own) at http://addr/metrics until stop is called. It returns the URL with
+// the port that was bound.
+func serveMetrics(addr string, p *pinpool.Pool) (url string, stop func(), err error) {
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg, p, metrics.WithPool("stress")); err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln) // http.ErrServerClosed after Shutdown
+	}()
+	stop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}
+	return "http://" + ln.Addr().String() + "/metrics", stop, nil
+}
