@@ -63,25 +63,35 @@ func newClass(p *Pool, size int64) *class {
 
 // pop takes an idle buffer from the calling processor's shard, or nil.
 func (c *class) pop() *slot {
-	sh := procShard(c.shards)
+	return procShard(c.shards).take()
+}
+
+// take takes the shard's private buffer, else the top of its stack, or nil.
+func (sh *shard) take() *slot {
 	if sh.private.Load() != nil {
 		if s := sh.private.Swap(nil); s != nil {
 			return s
 		}
 	}
 	sh.mu.Lock()
-	k := len(sh.stack) - 1
+	s := popLow(&sh.stack, &sh.low)
+	sh.mu.Unlock()
+	return s
+}
+
+// popLow pops the top of a stack of idle buffers, or nil, and lowers the
+// stack's low watermark; the caller holds the stack's lock.
+func popLow(stack *[]*slot, low *int) *slot {
+	k := len(*stack) - 1
 	if k < 0 {
-		sh.mu.Unlock()
 		return nil
 	}
-	s := sh.stack[k]
-	sh.stack[k] = nil
-	sh.stack = sh.stack[:k]
-	if k < sh.low {
-		sh.low = k
+	s := (*stack)[k]
+	(*stack)[k] = nil
+	*stack = (*stack)[:k]
+	if k < *low {
+		*low = k
 	}
-	sh.mu.Unlock()
 	return s
 }
 
@@ -129,17 +139,7 @@ func (c *class) pushCentral(ss ...*slot) {
 // takeCentral takes an idle buffer from the central list, or nil.
 func (c *class) takeCentral() *slot {
 	c.mu.Lock()
-	k := len(c.free) - 1
-	if k < 0 {
-		c.mu.Unlock()
-		return nil
-	}
-	s := c.free[k]
-	c.free[k] = nil
-	c.free = c.free[:k]
-	if k < c.low {
-		c.low = k
-	}
+	s := popLow(&c.free, &c.low)
 	c.mu.Unlock()
 	return s
 }
@@ -156,24 +156,9 @@ func (c *class) reuse() *slot {
 // is empty while others hold buffers (producer/consumer patterns).
 func (c *class) steal() *slot {
 	for i := range c.shards {
-		sh := &c.shards[i]
-		if sh.private.Load() != nil {
-			if s := sh.private.Swap(nil); s != nil {
-				return s
-			}
-		}
-		sh.mu.Lock()
-		if k := len(sh.stack) - 1; k >= 0 {
-			s := sh.stack[k]
-			sh.stack[k] = nil
-			sh.stack = sh.stack[:k]
-			if k < sh.low {
-				sh.low = k
-			}
-			sh.mu.Unlock()
+		if s := c.shards[i].take(); s != nil {
 			return s
 		}
-		sh.mu.Unlock()
 	}
 	return nil
 }
