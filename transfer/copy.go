@@ -26,22 +26,14 @@ type op struct {
 // in flight are waited for, and the error wraps ctx.Err(); part of dst may
 // then have been written.
 func (c *Copier) ToDevice(ctx context.Context, dst cuda.DevicePtr, src []byte) error {
-	if err := c.begin(); err != nil {
-		return err
-	}
-	defer c.end()
-	return c.execute(ctx, op{HostToDevice, dst, src}, false)
+	return c.run(ctx, op{HostToDevice, dst, src}, false)
 }
 
 // FromDevice copies len(dst) bytes from the device at src into dst and
 // returns when they are there. Paths and cancellation are those of
 // ToDevice; after an error or cancellation dst may be partly written.
 func (c *Copier) FromDevice(ctx context.Context, dst []byte, src cuda.DevicePtr) error {
-	if err := c.begin(); err != nil {
-		return err
-	}
-	defer c.end()
-	return c.execute(ctx, op{DeviceToHost, src, dst}, false)
+	return c.run(ctx, op{DeviceToHost, src, dst}, false)
 }
 
 // ToDeviceBuffer copies the bytes of a live pool buffer to the device at
@@ -52,11 +44,7 @@ func (c *Copier) ToDeviceBuffer(ctx context.Context, dst cuda.DevicePtr, buf pin
 	if err != nil {
 		return err
 	}
-	if err := c.begin(); err != nil {
-		return err
-	}
-	defer c.end()
-	return c.execute(ctx, op{HostToDevice, dst, b}, true)
+	return c.run(ctx, op{HostToDevice, dst, b}, true)
 }
 
 // FromDeviceBuffer copies buf.Len() bytes from the device at src into a
@@ -66,11 +54,17 @@ func (c *Copier) FromDeviceBuffer(ctx context.Context, buf pinpool.Buffer, src c
 	if err != nil {
 		return err
 	}
+	return c.run(ctx, op{DeviceToHost, src, b}, true)
+}
+
+// run executes one transfer between begin and end, so that Close waits for
+// it.
+func (c *Copier) run(ctx context.Context, o op, pinned bool) error {
 	if err := c.begin(); err != nil {
 		return err
 	}
 	defer c.end()
-	return c.execute(ctx, op{DeviceToHost, src, b}, true)
+	return c.execute(ctx, o, pinned)
 }
 
 func bufferBytes(buf pinpool.Buffer) ([]byte, error) {
