@@ -26,6 +26,7 @@ type Copier struct {
 	win    *window
 	work   *workers
 	events events
+	quick  quickStreams
 	regs   registry
 	stats  counters
 
@@ -56,7 +57,7 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options) (*Copier, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Copier{pool: pool, dev: dev, opt: o, events: events{dev: dev}}
+	c := &Copier{pool: pool, dev: dev, opt: o, events: events{dev: dev}, quick: quickStreams{dev: dev}}
 	c.regs.chunk = int(o.RegisterChunk)
 	streams := make([]stream, 0, o.Streams)
 	for range o.Streams {
@@ -138,6 +139,9 @@ func (c *Copier) Close() error {
 		if err := s.destroy(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := c.quick.close(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.events.close(); err != nil {
 		errs = append(errs, err)

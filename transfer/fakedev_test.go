@@ -360,13 +360,16 @@ func (s *fakeStream) record(ev event) error {
 	})
 }
 
+// synchronize waits for the stream's queued work and, like
+// cuStreamSynchronize, reports a failure of work run since the last event.
 func (s *fakeStream) synchronize() error {
 	ch := make(chan struct{})
-	if err := s.push(func() { close(ch) }); err != nil {
+	var err error
+	if err := s.push(func() { err, s.err = s.err, nil; close(ch) }); err != nil {
 		return err
 	}
 	<-ch
-	return nil
+	return err
 }
 
 func (s *fakeStream) destroy() error {
