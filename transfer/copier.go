@@ -12,7 +12,8 @@ import (
 
 // Copier moves bytes between host memory and one device. It owns streams
 // (half per direction), a window of pinned staging buffers taken from a
-// pool, CPU copy workers, and the registrations made with Register. All
+// pool, and the registrations made with Register; staged copies run on
+// up to Options.Workers goroutines of their own. All
 // methods are safe for concurrent use; transfers from many goroutines share
 // the streams and the window.
 type Copier struct {
@@ -24,7 +25,6 @@ type Copier struct {
 	rr       [2]atomic.Uint32 // round robin over each direction's streams
 
 	win    *window
-	work   *workers
 	events events
 	quick  quickStreams
 	regs   registry
@@ -81,7 +81,6 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options) (*Copier, error) {
 			return nil, fmt.Errorf("%w: prewarming %d buffers of %d bytes: %w", ErrStaging, o.slots(), o.ChunkSize, err)
 		}
 	}
-	c.work = newWorkers(o.Workers)
 	return c, nil
 }
 
@@ -114,7 +113,7 @@ func (c *Copier) stream(d Direction) stream {
 }
 
 // Close waits for the transfers in flight (asynchronous ones included),
-// unregisters the registrations still open, stops the workers and destroys
+// unregisters the registrations still open, and destroys
 // the streams and events. Staging buffers are all back in the pool (or
 // pending on fences that have completed) when it returns; the pool itself
 // is not closed. Later calls return ErrClosed, as does a second Close.
@@ -131,7 +130,6 @@ func (c *Copier) Close() error {
 	if err := c.regs.closeAll(); err != nil {
 		errs = append(errs, err)
 	}
-	c.work.stop()
 	for _, s := range append(append([]stream(nil), c.h2d...), c.d2h...) {
 		if err := s.synchronize(); err != nil {
 			errs = append(errs, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/pinpool/pinpool"
 )
@@ -64,42 +65,70 @@ func TestZeroLength(t *testing.T) {
 	}
 }
 
-// TestChunkOrder checks that a staged copy issues its chunks in order, each
-// once, alternating between the direction's streams, and that each stream
-// runs them in order.
-func TestChunkOrder(t *testing.T) {
-	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Streams: 4, DirectBelow: -1})
-	const n = 10*testChunk + 3
-	src := randomBytes(n, 9)
-	dev := e.d.alloc(n)
-	if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
-		t.Fatal(err)
+// TestChunks checks that a staged copy issues each of its chunks once, in
+// chunks of ChunkSize (the last one shorter), on the direction's streams
+// only, with several lanes at once.
+func TestChunks(t *testing.T) {
+	for _, dir := range []Direction{HostToDevice, DeviceToHost} {
+		t.Run(dir.String(), func(t *testing.T) {
+			e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Streams: 4, DirectBelow: -1, Workers: 3})
+			e.d.latency.Store(int64(50 * time.Microsecond))
+			const n = 10*testChunk + 3
+			host := randomBytes(n, 9)
+			dev := e.d.alloc(n)
+			var err error
+			if dir == HostToDevice {
+				err = e.c.ToDevice(context.Background(), dev, host)
+				sameBytes(t, "device", e.devBytes(dev, n), host)
+			} else {
+				want := randomBytes(n, 10)
+				e.setDev(dev, want)
+				err = e.c.FromDevice(context.Background(), host, dev)
+				sameBytes(t, "host", host, want)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := e.d.copies()
+			if len(log) != 11 {
+				t.Fatalf("%d copies for 11 chunks", len(log))
+			}
+			seen := map[int]bool{}
+			streams := map[int]bool{}
+			for _, cp := range log {
+				off := int(cp.dev - dev)
+				if off%testChunk != 0 || seen[off] || cp.dir != dir {
+					t.Fatalf("unexpected copy %+v (offset %d)", cp, off)
+				}
+				if want := min(testChunk, n-off); cp.n != want {
+					t.Fatalf("chunk at %d has %d bytes, want %d", off, cp.n, want)
+				}
+				seen[off] = true
+				streams[cp.stream] = true
+			}
+			if len(streams) != 2 {
+				t.Fatalf("%v chunks used %d streams, want the 2 of the direction", dir, len(streams))
+			}
+		})
 	}
-	sameBytes(t, "device", e.devBytes(dev, n), src)
-	log := e.d.copies()
-	if len(log) != 11 {
-		t.Fatalf("%d copies for 11 chunks", len(log))
-	}
-	seen := map[int]bool{}
-	last := map[int]int{} // stream -> last offset
-	streams := map[int]bool{}
-	for _, cp := range log {
-		off := int(cp.dev - dev)
-		if off%testChunk != 0 || seen[off] || cp.dir != HostToDevice {
-			t.Fatalf("unexpected copy %+v (offset %d)", cp, off)
+}
+
+// TestUnitFor checks the chunk size of a staged transfer: ChunkSize for
+// large transfers, cut so that every lane gets work for smaller ones, never
+// below minUnit (or ChunkSize, if that is smaller), in whole cache lines.
+func TestUnitFor(t *testing.T) {
+	for _, tc := range []struct{ n, chunk, lanes, want int }{
+		{256 << 20, 4 << 20, 16, 4 << 20},
+		{32 << 20, 4 << 20, 16, 2 << 20},
+		{3 << 20, 4 << 20, 16, minUnit},
+		{3<<20 + 1, 4 << 20, 1, 3<<20 + 64},
+		{1 << 20, 64 << 10, 16, 64 << 10},
+		{10*testChunk + 3, testChunk, 3, testChunk},
+		{100, 4 << 20, 1, minUnit},
+	} {
+		if got := unitFor(tc.n, tc.chunk, tc.lanes); got != tc.want {
+			t.Errorf("unitFor(%d, %d, %d) = %d, want %d", tc.n, tc.chunk, tc.lanes, got, tc.want)
 		}
-		if want := min(testChunk, n-off); cp.n != want {
-			t.Fatalf("chunk at %d has %d bytes, want %d", off, cp.n, want)
-		}
-		seen[off] = true
-		if l, ok := last[cp.stream]; ok && l >= off {
-			t.Fatalf("stream %d ran offset %d after %d", cp.stream, off, l)
-		}
-		last[cp.stream] = off
-		streams[cp.stream] = true
-	}
-	if len(streams) != 2 {
-		t.Fatalf("host-to-device chunks used %d streams, want the 2 of the direction", len(streams))
 	}
 }
 
@@ -180,7 +209,7 @@ func TestOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Streams != 2 || o.ChunkSize != 16<<20 || o.WindowBytes != 256<<20 || o.Workers < 1 || o.Workers > 16 ||
+	if o.Streams != 2 || o.ChunkSize != 2<<20 || o.WindowBytes != 32<<20 || o.Workers < 1 || o.Workers > 8 ||
 		o.DirectBelow != 2<<20 || o.RegisterChunk != 64<<30 || o.slots() != 16 {
 		t.Fatalf("defaults %+v", o)
 	}

@@ -26,21 +26,25 @@
 //     buffers.
 //   - Staged (PathStaged): ordinary (pageable) memory of at least
 //     Options.DirectBelow bytes is cut into chunks of Options.ChunkSize
-//     (4 MiB). Each chunk takes a pinned staging buffer from the pool, within
-//     a window of Options.WindowBytes (64 MiB) for the whole copier, so that
-//     little memory is locked at once; Options.Workers goroutines copy the
-//     chunk into it in parallel while earlier chunks are on the bus, then one
-//     asynchronous copy and an event per chunk follow, on the direction's
-//     streams. A host-to-device buffer goes back to the pool with
-//     ReleaseAfter(event); a device-to-host one once its event completed and
-//     its bytes were copied out. The driver's own copy of pageable memory
-//     reaches only 7–14 GB/s host-to-device and 10–12 GB/s device-to-host
-//     on the reference host; staging aims at 40 GB/s and more, the CPU copy
-//     being the limit (one core copies roughly 10 GB/s).
-//   - Direct (PathDirect): pageable memory below Options.DirectBelow (256 KiB)
+//     (2 MiB), claimed in order by Options.Workers lanes (up to 8
+//     goroutines, the caller among them). A lane handles whole chunks: host
+//     to device, it takes a pinned staging buffer from the pool, within a
+//     window of Options.WindowBytes (32 MiB) for the whole copier so that
+//     little memory is locked at once, copies its chunk into it, and queues
+//     one asynchronous copy and an event on the direction's stream; the
+//     buffer goes back to the pool with ReleaseAfter(event). Device to host,
+//     the caller queues the chunks' copies into staging buffers and the
+//     lanes copy each out once its event completed. No lane waits for
+//     another, CPU copies overlap each other and the DMA, and the small
+//     window keeps the staging memory in the last-level cache. The driver's
+//     own copy of pageable memory reaches only 6–9 GB/s host to device and
+//     13–17 GB/s device to host on the reference host; staging moved 43–44
+//     and 39–42 GB/s there at 256 MiB (BenchmarkStagedTuning), the CPU copy
+//     being the limit (one core copies about 6 GB/s in that VM).
+//   - Direct (PathDirect): pageable memory below Options.DirectBelow (2 MiB)
 //     goes through the driver's synchronous copy, which does its own staging:
 //     for small sizes the fixed cost dominates every path, so staging gains
-//     nothing. The crossover is to be measured with BenchmarkCrossover.
+//     nothing. BenchmarkCrossover measures the crossover.
 //   - Registered (PathRegistered): memory passed to Register is page-locked
 //     for as long as the Registration is open; copies of any range inside it
 //     go directly, at the pinned speed, split at the boundaries of its

@@ -31,9 +31,12 @@ type Options struct {
 	// CPU copies overlap DMA.
 	WindowBytes int64
 
-	// Workers is the number of goroutines (the calling one included) that
-	// copy between pageable memory and a staging buffer; a chunk is split
-	// among them. Zero means min(GOMAXPROCS, DefaultMaxWorkers).
+	// Workers is the number of lanes of a staged transfer: goroutines (the
+	// calling one among them) that each take whole chunks and copy them
+	// between pageable memory and a staging buffer, so CPU copies run in
+	// parallel with each other and with the DMA. A transfer of fewer than
+	// Workers chunks is cut into smaller ones (down to 256 KiB) so that
+	// every lane has work. Zero means min(GOMAXPROCS, DefaultMaxWorkers).
 	Workers int
 
 	// DirectBelow is the size below which a copy of pageable memory skips
@@ -53,25 +56,36 @@ type Options struct {
 	// (pinpool.Pool.Reserve), so that the first transfers do not wait for
 	// the pool to grow (cudaHostAlloc of 64 MiB takes about 32 ms).
 	Prewarm bool
+
+	// streamStaging makes host-to-device staging copies stream to memory
+	// (non-temporal stores for large pieces) instead of keeping the staging
+	// buffer in the cache; for benchmarks that compare the two.
+	streamStaging bool
 }
+
+// cacheStaging reports whether host-to-device staging copies keep the
+// staging buffer in the CPU caches (see copyBytes).
+func (o Options) cacheStaging() bool { return !o.streamStaging }
 
 // Defaults of the zero Options.
 const (
 	// DefaultStreams is one stream per direction.
 	DefaultStreams = 2
-	// DefaultChunkSize is 16 MiB: pinned copies reach 55 GB/s from 16 MiB on
-	// the H200, and BenchmarkStagedTuning there (2026-11-30) staged 256 MiB
-	// fastest with 16 MiB chunks (25 GB/s H2D, 28 GB/s D2H, against 16 and
-	// 26 with 4 MiB chunks and 8 workers).
-	DefaultChunkSize = 16 << 20
-	// DefaultWindowBytes is 256 MiB of staging in flight: 16 chunks, the
+	// DefaultChunkSize is 2 MiB. Each of the staged path's lanes copies
+	// whole chunks, so small chunks start the DMA early and keep the
+	// staging memory in the CPU's last-level cache: BenchmarkStagedTuning on
+	// the H200 host (2026-11-30, 256 MiB) staged 43–44 GB/s host to device
+	// and 39–42 GB/s device to host with 2 MiB chunks, a 32 MiB window and 8
+	// lanes, against 26 and 28 GB/s with 16 MiB chunks and a 256 MiB window.
+	DefaultChunkSize = 2 << 20
+	// DefaultWindowBytes is 32 MiB of staging in flight: 16 chunks, the
 	// window of that measurement.
-	DefaultWindowBytes = 256 << 20
-	// DefaultMaxWorkers caps the default number of copy workers. The CPU
-	// copy is the staged path's limit: on the H200 host plain memory copies
-	// ran at 5.6 GB/s on one goroutine and 35.6 GB/s on 16
-	// (BenchmarkHostCopy), so the default uses every processor up to 16.
-	DefaultMaxWorkers = 16
+	DefaultWindowBytes = 32 << 20
+	// DefaultMaxWorkers caps the default number of lanes. The CPU copy is
+	// the staged path's limit (on the H200 host plain memory copies ran at
+	// 6 GB/s on one goroutine, BenchmarkHostCopy); 8 lanes staged as fast
+	// as 16 there and leave processors to the application.
+	DefaultMaxWorkers = 8
 	// DefaultDirectBelow is 2 MiB: BenchmarkCrossover on the H200 host had
 	// the driver's direct pageable copy ahead of staging up to 1 MiB (6.9
 	// against 6.4 GB/s H2D) and level at 2 MiB (8.1 against 8.3).

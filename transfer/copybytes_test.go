@@ -3,30 +3,24 @@ package transfer
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 )
 
-// TestWorkersCopy checks the parallel copy for sizes around the piece size,
-// from several goroutines at once (more than there are workers, so some
-// pieces are copied by their caller).
-func TestWorkersCopy(t *testing.T) {
-	w := newWorkers(4)
-	defer w.stop()
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i, n := range []int{0, 1, minPiece - 1, minPiece, 2*minPiece + 1, 4*minPiece + 63, 9*minPiece + 5} {
-				src := randomBytes(n, uint64(g*10+i))
-				dst := make([]byte, n)
-				w.copy(dst, src)
-				sameBytes(t, fmt.Sprintf("%d bytes", n), dst, src)
+// TestCopyBytes checks both kinds of single-goroutine copy around the
+// cached copy's step.
+func TestCopyBytes(t *testing.T) {
+	for _, cached := range []bool{false, true} {
+		for i, n := range []int{0, 1, cachedStep - 1, cachedStep, cachedStep + 1, 5*cachedStep + 3} {
+			src := randomBytes(n, uint64(i))
+			dst := make([]byte, n+1)
+			dst[n] = 0xA5
+			copyBytes(dst[:n], src, cached)
+			sameBytes(t, fmt.Sprintf("cached=%v, %d bytes", cached, n), dst[:n], src)
+			if dst[n] != 0xA5 {
+				t.Fatalf("cached=%v, %d bytes: wrote past the end", cached, n)
 			}
-		}()
+		}
 	}
-	wg.Wait()
 }
 
 // TestLargeDefaultChunk stages a large odd size with the default chunk and
@@ -52,11 +46,12 @@ func TestLargeDefaultChunk(t *testing.T) {
 	}
 	sameBytes(t, "back", back, src)
 	st := e.c.Stats()
-	chunks := (n + DefaultChunkSize - 1) / DefaultChunkSize
+	unit := unitFor(n, DefaultChunkSize, e.c.opt.Workers)
+	chunks := (n + unit - 1) / unit
 	if st.Chunks != uint64(2*chunks) || st.ToDevice.Staged.Bytes != n || st.FromDevice.Staged.Bytes != n || st.Last.GBps() <= 0 {
 		t.Fatalf("stats %+v", st)
 	}
-	if m := e.d.maxAsyncLen.Load(); m != DefaultChunkSize {
+	if m := e.d.maxAsyncLen.Load(); m != int64(unit) {
 		t.Fatalf("largest chunk %d", m)
 	}
 }
