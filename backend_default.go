@@ -10,22 +10,13 @@ import (
 
 // DefaultBackend returns the backend that zero Options use: pinned memory of
 // CUDA device 0 (package cudahost, whose Auto method picks host registration
-// or cuMemHostAlloc for the device) when a CUDA driver and device are found,
-// else locked host memory (NewHostBackend). When registration is picked,
-// huge pages are advised too: on the H200 host that halves the cost of
-// growing (about 160-200 ms/GiB against 310-360 ms/GiB without, and 370-550
-// ms/GiB for cuMemHostAlloc; BenchmarkGrow in cudahost). No GPU is not an
-// error. The returned backend may hold a CUDA context: a pool that made it
-// closes it on Close.
+// or cuMemHostAlloc for the device, with huge pages when it registers:
+// cudahost.NewDefault) when a CUDA driver and device are found, else locked
+// host memory (NewHostBackend). No GPU is not an error. The returned
+// backend may hold a CUDA context: a pool that made it closes it on Close.
 func DefaultBackend() (Backend, error) {
-	b, err := cudahost.New(cudahost.Options{})
+	b, err := cudahost.NewDefault()
 	if err == nil {
-		if b.Options().Method == cudahost.Register {
-			if hb, herr := cudahost.New(cudahost.Options{Method: cudahost.Register, HugePages: true}); herr == nil {
-				b.Close()
-				b = hb
-			}
-		}
 		return CUDABackend(b), nil
 	}
 	if cuda.IsNoDriver(err) {
