@@ -1,0 +1,83 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/pinpool/pinpool/internal/measure"
+)
+
+// csvHeader is the header row of WriteCSV: one set of columns for the
+// rows of every section, a row's unused cells left empty.
+var csvHeader = []string{
+	"section", "kind", "direction", "op", "impl", "size_bytes", "goroutines",
+	"repeats", "median_ns", "min_ns", "max_ns", "gbps", "ops_per_second", "ns_per_op",
+}
+
+// The sections of WriteCSV's rows (its first column).
+const (
+	sectionTransfer = "transfer" // a measure.Transfer
+	sectionAlloc    = "alloc"    // a measure.Alloc
+	sectionPool     = "pool"     // a measure.PoolRun
+)
+
+// WriteCSV writes r as one CSV table: a header row
+//
+//	section,kind,direction,op,impl,size_bytes,goroutines,repeats,median_ns,min_ns,max_ns,gbps,ops_per_second,ns_per_op
+//
+// then a row per transfer, per allocation measurement and per pool run,
+// in report order, section being "transfer", "alloc" or "pool" and the
+// cells a section has no use for empty. Times are integer nanoseconds,
+// sizes bytes, and rates are written in full precision. The machine, the
+// command, the transfers' timers and the pool runs' operation counts,
+// elapsed times and backends have no column; WriteJSON keeps everything.
+func WriteCSV(w io.Writer, r *measure.Report) error {
+	if r == nil {
+		return fmt.Errorf("report: nil report")
+	}
+	cw := csv.NewWriter(w)
+	write := func(rec []string) {
+		_ = cw.Write(rec) // the error stays in cw; see cw.Error below
+	}
+	write(csvHeader)
+	for _, t := range r.Transfers {
+		write([]string{
+			sectionTransfer, string(t.Kind), string(t.Dir), "", "",
+			itoa(t.Size), "", strconv.Itoa(t.Repeats),
+			nanos(t.Median), nanos(t.Min), nanos(t.Max),
+			ftoa(t.GBps), "", "",
+		})
+	}
+	for _, a := range r.Allocs {
+		write([]string{
+			sectionAlloc, "", "", a.Op, "",
+			itoa(a.Size), "", strconv.Itoa(a.Repeats),
+			nanos(a.Median), nanos(a.Min), nanos(a.Max),
+			"", "", "",
+		})
+	}
+	for _, p := range r.Pool {
+		write([]string{
+			sectionPool, "", "", "", p.Impl,
+			itoa(p.Size), strconv.Itoa(p.Goroutines), "",
+			"", "", "",
+			"", ftoa(p.OpsPerSec), ftoa(p.NsPerOp),
+		})
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("report: writing CSV: %w", err)
+	}
+	return nil
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func nanos(d time.Duration) string { return strconv.FormatInt(int64(d), 10) }
+
+// ftoa writes v in the fewest digits that read back as v, without an
+// exponent.
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
