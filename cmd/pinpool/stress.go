@@ -262,14 +262,7 @@ func (c *stressCmd) runPool(p *pinpool.Pool) stressResult {
 
 // runSeed runs the workload on the seed pool's design over backend.
 func (c *stressCmd) runSeed(backend pinpool.Backend) stressResult {
-	alloc := seedpool.NewFuncAllocator(func(n int) ([]byte, func() error, error) {
-		a, err := backend.Alloc(n)
-		if err != nil {
-			return nil, nil, err
-		}
-		return a.Bytes(), a.Free, nil
-	}, 4096)
-	sp := seedpool.New(alloc, seedpool.Options{})
+	sp := seedpool.New(seedpool.ChunkAllocator(backend.Alloc), seedpool.Options{})
 	defer sp.Destroy()
 	r := stressResult{Name: "seed", Memory: backend.Name()}
 	var allocs int64

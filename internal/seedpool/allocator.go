@@ -54,6 +54,25 @@ func NewFuncAllocator(alloc func(size int) ([]byte, func() error, error), align 
 	return &FuncAllocator{alloc: alloc, align: align, live: make(map[*byte]func() error)}
 }
 
+// Chunk is memory that frees itself, such as a pinpool.Allocation.
+type Chunk interface {
+	Bytes() []byte
+	Free() error
+}
+
+// ChunkAllocator returns an Allocator over a backend's allocation function
+// (pinpool.Backend's Alloc), asking it for whole pages, so that the seed
+// design runs on the same memory as the pool it is compared with.
+func ChunkAllocator[C Chunk](alloc func(size int) (C, error)) *FuncAllocator {
+	return NewFuncAllocator(func(n int) ([]byte, func() error, error) {
+		c, err := alloc(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c.Bytes(), c.Free, nil
+	}, 4096)
+}
+
 // Alloc implements Allocator.
 func (f *FuncAllocator) Alloc(size int) ([]byte, error) {
 	if size <= 0 {

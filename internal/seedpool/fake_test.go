@@ -130,3 +130,32 @@ func TestFuncAllocator(t *testing.T) {
 		t.Fatalf("leak after pool: %d, %d", f.Live(), fa.LiveBytes())
 	}
 }
+
+type testChunk struct {
+	b     []byte
+	freed *int
+}
+
+func (c testChunk) Bytes() []byte { return c.b }
+func (c testChunk) Free() error   { *c.freed++; return nil }
+
+// TestChunkAllocator checks that sizes are asked in whole pages, the slice
+// handed out has the size asked, and Free reaches the chunk.
+func TestChunkAllocator(t *testing.T) {
+	var asked []int
+	freed := 0
+	a := ChunkAllocator(func(n int) (testChunk, error) {
+		asked = append(asked, n)
+		return testChunk{make([]byte, n), &freed}, nil
+	})
+	b, err := a.Alloc(5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 5000 || len(asked) != 1 || asked[0] != 8192 {
+		t.Fatalf("got %d bytes, asked %v", len(b), asked)
+	}
+	if err := a.Free(b); err != nil || freed != 1 {
+		t.Fatalf("Free: %v, %d chunks freed", err, freed)
+	}
+}
