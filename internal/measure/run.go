@@ -1,0 +1,207 @@
+package measure
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pinpool/pinpool"
+	"github.com/pinpool/pinpool/cuda"
+	"github.com/pinpool/pinpool/hostmem"
+)
+
+// Run measures what plan asks for on device 0, or, without a CUDA driver
+// or device, the host side only (allocation and pool throughput over the
+// host backend), saying in Report.Skipped what it left out and why. A row
+// that fails (a kind's memory cannot be had, a copy fails) becomes a
+// Skipped line too; Run returns an error only for an invalid plan, a
+// cancelled ctx (with the report so far), or a driver that is present but
+// unusable. command is recorded in the report.
+func Run(ctx context.Context, plan Plan, command string) (*Report, error) {
+	p, err := plan.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Date: time.Now().UTC(), Command: command, Machine: hostMachine(),
+		Transfers: []Transfer{}, Allocs: []Alloc{}, Pool: []PoolRun{}}
+	g, err := openGPU(p)
+	switch {
+	case cuda.IsNoDriver(err):
+		r.Machine.NoGPU = err.Error()
+	case err != nil:
+		return nil, fmt.Errorf("measure: opening device 0: %w", err)
+	default:
+		defer g.close()
+		r.Machine.addGPU(g.props)
+	}
+	prog := &progress{f: p.Progress, total: p.steps(g != nil)}
+	if g != nil && !p.NoTransfers {
+		if err := g.transfers(ctx, r, prog); err != nil {
+			return r, err
+		}
+	} else if !p.NoTransfers {
+		r.Skipped = append(r.Skipped, "transfers: no GPU ("+r.Machine.NoGPU+")")
+	}
+	if !p.NoAlloc {
+		if err := allocations(ctx, p, g, r, prog); err != nil {
+			return r, err
+		}
+	}
+	if !p.NoPool {
+		if err := pools(ctx, p, g, r, prog); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// progress counts finished rows and reports them.
+type progress struct {
+	f           func(Step)
+	done, total int
+}
+
+func (pr *progress) step(format string, args ...any) {
+	pr.done++
+	if pr.f != nil {
+		pr.f(Step{Done: pr.done, Total: pr.total, What: fmt.Sprintf(format, args...)})
+	}
+}
+
+// steps is the number of rows Run reports progress for.
+func (p Plan) steps(gpu bool) int {
+	n := 0
+	if gpu && !p.NoTransfers {
+		n += len(p.Kinds) * len(p.Directions) * len(p.Sizes)
+	}
+	if !p.NoAlloc {
+		n += len(p.AllocSizes)
+	}
+	if !p.NoPool {
+		n += 2 * len(p.PoolGoroutines)
+	}
+	return n
+}
+
+// transfers measures every kind × direction × size row.
+func (g *gpu) transfers(ctx context.Context, r *Report, prog *progress) error {
+	p := g.p
+	rows := len(p.Directions) * len(p.Sizes)
+	if err := g.arenas(); err != nil {
+		r.Skipped = append(r.Skipped, "transfers: "+err.Error())
+		for range len(p.Kinds) * rows {
+			prog.step("transfers skipped")
+		}
+		return nil
+	}
+	for _, k := range p.Kinds {
+		m, err := g.moverFor(k)
+		if err != nil {
+			r.Skipped = append(r.Skipped, fmt.Sprintf("%s: %v", k, err))
+			for range rows {
+				prog.step("%s skipped", k)
+			}
+			continue
+		}
+		for _, d := range p.Directions {
+			for _, size := range p.Sizes {
+				if err := ctx.Err(); err != nil {
+					m.free()
+					return err
+				}
+				t, err := g.row(m, k, d, size)
+				if err != nil {
+					r.Skipped = append(r.Skipped, fmt.Sprintf("%s %s %d bytes: %v", k, d, size, err))
+				} else {
+					r.Transfers = append(r.Transfers, t)
+				}
+				prog.step("transfer %s %s %d bytes", k, d, size)
+			}
+		}
+		if err := m.free(); err != nil {
+			r.Skipped = append(r.Skipped, fmt.Sprintf("%s: freeing its memory: %v", k, err))
+		}
+	}
+	return nil
+}
+
+// allocations measures the allocation rows: the driver's calls with a GPU,
+// the host backend's without, and a pool hit either way.
+func allocations(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress) error {
+	var pool *pinpool.Pool
+	if g != nil {
+		pool = g.pool
+	} else {
+		hp, err := pinpool.New(pinpool.Options{Backend: pinpool.NewHostBackend(hostmem.Options{})})
+		if err != nil {
+			return err
+		}
+		defer hp.Close()
+		pool = hp
+	}
+	for _, size := range p.AllocSizes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var rows []Alloc
+		var err error
+		if g != nil {
+			rows, err = g.allocs(size)
+		} else {
+			rows, err = hostAllocs(p, size)
+		}
+		r.Allocs = append(r.Allocs, rows...)
+		if err != nil {
+			r.Skipped = append(r.Skipped, "allocation: "+err.Error())
+		}
+		if hit, err := poolHits(p, pool, size); err != nil {
+			r.Skipped = append(r.Skipped, "allocation: "+err.Error())
+		} else {
+			r.Allocs = append(r.Allocs, hit)
+		}
+		prog.step("allocation %d bytes", size)
+	}
+	return nil
+}
+
+// pools measures Get+Release throughput of pinpool's pool and of the seed
+// design, over the default backend (device 0's pinned memory, or locked
+// host memory without a GPU).
+func pools(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress) error {
+	var backend pinpool.Backend
+	if g != nil {
+		backend = pinpool.CUDABackend(g.be)
+	} else {
+		backend = pinpool.NewHostBackend(hostmem.Options{})
+	}
+	pin, seed, closeAll, err := poolPairs(p, backend)
+	if err != nil {
+		r.Skipped = append(r.Skipped, "pool: "+err.Error())
+		for range 2 * len(p.PoolGoroutines) {
+			prog.step("pool skipped")
+		}
+		return nil
+	}
+	defer closeAll()
+	for _, n := range p.PoolGoroutines {
+		for _, c := range []struct {
+			impl string
+			pair getRelease
+		}{{ImplPinpool, pin}, {ImplSeed, seed}} {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			run, err := poolRun(c.impl, n, p.PoolSize, p.PoolTime, backend.Name(), c.pair)
+			if err != nil {
+				r.Skipped = append(r.Skipped, "pool: "+err.Error())
+			} else {
+				r.Pool = append(r.Pool, run)
+			}
+			prog.step("pool %s %d goroutines", c.impl, n)
+		}
+	}
+	return nil
+}
+
+// IsNoGPU reports whether r was measured without a GPU.
+func (r *Report) IsNoGPU() bool { return r.Machine.NoGPU != "" }

@@ -1,0 +1,179 @@
+package measure
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// smallPlan measures little, quickly, within a small RLIMIT_MEMLOCK.
+func smallPlan() Plan {
+	return Plan{
+		Sizes:          []int64{4 << 10, 64 << 10},
+		MinRepeats:     3,
+		MinTime:        time.Millisecond,
+		RotateBytes:    1 << 20,
+		AllocSizes:     []int64{4 << 10, 256 << 10},
+		AllocRepeats:   3,
+		PoolGoroutines: []int{1, 2},
+		PoolSize:       4 << 10,
+		PoolTime:       20 * time.Millisecond,
+	}
+}
+
+// TestRunHost runs a small plan. Without a GPU (CI) it checks the host
+// path: no transfers and a Skipped line saying why, host allocation rows,
+// pool hits, pool throughput for both implementations, and progress for
+// every row. With a GPU it checks that every transfer row has figures.
+func TestRunHost(t *testing.T) {
+	var steps []Step
+	p := smallPlan()
+	p.Progress = func(s Step) { steps = append(steps, s) }
+	r, err := Run(context.Background(), p, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Command != "test" || r.Date.IsZero() || r.Machine.CPUs < 1 || r.Machine.GOOS == "" {
+		t.Errorf("header %+v", r)
+	}
+	if r.IsNoGPU() {
+		if len(r.Transfers) != 0 {
+			t.Errorf("%d transfer rows without a GPU", len(r.Transfers))
+		}
+		if len(r.Skipped) == 0 || !strings.HasPrefix(r.Skipped[0], "transfers: no GPU") {
+			t.Errorf("skipped %q, want a line saying the transfers need a GPU", r.Skipped)
+		}
+		ops := map[string]int{}
+		for _, a := range r.Allocs {
+			ops[a.Op]++
+			if a.Median <= 0 || a.Min > a.Median || a.Max < a.Median || a.Repeats < 1 {
+				t.Errorf("allocation row %+v", a)
+			}
+		}
+		for _, op := range []string{OpMmapLock, OpMunmap, OpPoolHit} {
+			if ops[op] != 2 {
+				t.Errorf("%d %s rows, want one per size (2): %+v", ops[op], op, r.Allocs)
+			}
+		}
+	} else {
+		if len(r.Transfers) == 0 {
+			t.Fatalf("no transfer rows with a GPU; skipped %q", r.Skipped)
+		}
+		for _, tr := range r.Transfers {
+			if tr.GBps <= 0 || tr.Median <= 0 || tr.Repeats < 3 {
+				t.Errorf("transfer row %+v", tr)
+			}
+		}
+	}
+	impls := map[string]int{}
+	for _, run := range r.Pool {
+		impls[run.Impl]++
+		if run.Ops <= 0 || run.OpsPerSec <= 0 || run.NsPerOp <= 0 || run.Size != 4<<10 || run.Backend == "" {
+			t.Errorf("pool row %+v", run)
+		}
+	}
+	if impls[ImplPinpool] != 2 || impls[ImplSeed] != 2 {
+		t.Errorf("pool rows %+v, want 2 per implementation", r.Pool)
+	}
+	want := p.steps(!r.IsNoGPU())
+	if len(steps) != want || steps[len(steps)-1].Done != want || steps[0].Total != want {
+		t.Errorf("%d progress steps (last %+v), want %d", len(steps), steps[len(steps)-1], want)
+	}
+}
+
+// TestRunCancelled checks that a cancelled context stops Run with its
+// error.
+func TestRunCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p := smallPlan()
+	_, err := Run(ctx, p, "")
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+func TestPlanDefaults(t *testing.T) {
+	for name, p := range map[string]Plan{"default": DefaultPlan(), "quick": QuickPlan()} {
+		if err := p.check(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if len(p.Sizes) == 0 || len(p.Kinds) != len(Kinds) || len(p.Directions) != 3 || len(p.PoolGoroutines) == 0 {
+			t.Errorf("%s: %+v", name, p)
+		}
+	}
+	d := DefaultPlan()
+	if d.Sizes[0] != 4<<10 || d.Sizes[len(d.Sizes)-1] != 1<<30 || len(d.Sizes) != 10 {
+		t.Errorf("default sizes %v, want 4 KiB .. 1 GiB in steps of 4", d.Sizes)
+	}
+	if d.arenaSize() != 1<<30 {
+		t.Errorf("default arena %d", d.arenaSize())
+	}
+}
+
+func TestPlanInvalid(t *testing.T) {
+	for name, p := range map[string]Plan{
+		"size 0":          {Sizes: []int64{0}},
+		"size too big":    {Sizes: []int64{MaxTransferSize + 1}},
+		"no sizes":        {Sizes: []int64{}},
+		"kind":            {Kinds: []Kind{"pinned-ish"}},
+		"direction":       {Directions: []Direction{"up"}},
+		"repeats":         {MinRepeats: -1},
+		"max below min":   {MinRepeats: 10, MaxRepeats: 5},
+		"min time":        {MinTime: -time.Second},
+		"warmup":          {Warmup: -1},
+		"rotate":          {RotateBytes: -1},
+		"alloc repeats":   {AllocRepeats: -2},
+		"alloc size":      {AllocSizes: []int64{-1}},
+		"pool size":       {PoolSize: 2 << 30},
+		"pool time":       {PoolTime: -time.Millisecond},
+		"pool goroutines": {PoolGoroutines: []int{0}},
+	} {
+		if _, err := p.withDefaults(); !errors.Is(err, ErrPlan) {
+			t.Errorf("%s: got %v, want ErrPlan", name, err)
+		}
+		if _, err := Run(context.Background(), p, ""); !errors.Is(err, ErrPlan) {
+			t.Errorf("%s: Run returned %v, want ErrPlan", name, err)
+		}
+	}
+	// No sizes is fine when transfers are not measured.
+	if _, err := (Plan{Sizes: []int64{}, NoTransfers: true}).withDefaults(); err != nil {
+		t.Errorf("no sizes with NoTransfers: %v", err)
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, k := range Kinds {
+		if got, err := ParseKind(string(k)); err != nil || got != k {
+			t.Errorf("ParseKind(%q) = %q, %v", k, got, err)
+		}
+	}
+	if _, err := ParseKind("zero-copy"); err == nil {
+		t.Error("ParseKind accepted an unknown kind")
+	}
+	for in, want := range map[string]Direction{"H2D": H2D, "h2d": H2D, "D2H": D2H, "d2h": D2H, "both": Both, "bidir": Both} {
+		if got, err := ParseDirection(in); err != nil || got != want {
+			t.Errorf("ParseDirection(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := ParseDirection("sideways"); err == nil {
+		t.Error("ParseDirection accepted an unknown direction")
+	}
+}
+
+// TestNoDriverIsHostOnly checks the premise of TestRunHost's host branch:
+// without a driver, openGPU reports cuda.IsNoDriver.
+func TestNoDriverIsHostOnly(t *testing.T) {
+	g, err := openGPU(DefaultPlan())
+	if err == nil {
+		g.close()
+		t.Skip("a GPU is present")
+	}
+	if !cuda.IsNoDriver(err) {
+		t.Fatalf("openGPU without a GPU: %v, want an error cuda.IsNoDriver accepts", err)
+	}
+}

@@ -1,0 +1,77 @@
+package measure
+
+import (
+	"slices"
+	"time"
+)
+
+// samples collects the timed repeats of one row.
+type samples []time.Duration
+
+// enough reports whether a row has its repeats: at least MinRepeats and
+// MinTime in total, or MaxRepeats.
+func (s samples) enough(p Plan) bool {
+	if len(s) >= p.MaxRepeats {
+		return true
+	}
+	if len(s) < p.MinRepeats {
+		return false
+	}
+	var total time.Duration
+	for _, d := range s {
+		total += d
+	}
+	return total >= p.MinTime
+}
+
+// summary returns the median, min and max (zeros for no samples). The
+// median of an even count is the mean of the middle two.
+func (s samples) summary() (median, lo, hi time.Duration) {
+	if len(s) == 0 {
+		return 0, 0, 0
+	}
+	c := slices.Clone(s)
+	slices.Sort(c)
+	m := len(c) / 2
+	median = c[m]
+	if len(c)%2 == 0 {
+		median = (c[m-1] + c[m]) / 2
+	}
+	return median, c[0], c[len(c)-1]
+}
+
+// gbps is bytes over d in 10⁹ bytes per second (0 for d <= 0).
+func gbps(bytes int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(bytes) / d.Seconds() / 1e9
+}
+
+// transferRow makes the row of a kind, direction and size from its samples.
+func transferRow(k Kind, d Direction, size int64, s samples, timer string) Transfer {
+	med, lo, hi := s.summary()
+	t := Transfer{Kind: k, Dir: d, Size: size, Repeats: len(s), Median: med, Min: lo, Max: hi, Timer: timer}
+	t.GBps = gbps(t.Bytes(), med)
+	return t
+}
+
+// rotor hands out offsets of size-byte windows that cycle through an arena
+// of arena bytes, aligned to 4 KiB, so that consecutive transfers touch
+// different memory until the arena is used up.
+type rotor struct {
+	size, arena, next int64
+}
+
+func newRotor(size, arena int64) *rotor { return &rotor{size: size, arena: arena} }
+
+// offset returns the next window's offset; off+size <= arena always.
+func (r *rotor) offset() int64 {
+	step := (r.size + 4095) &^ 4095
+	if r.next+r.size > r.arena {
+		r.next = 0
+	}
+	off := r.next
+	r.next += step
+	return off
+}
