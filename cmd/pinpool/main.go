@@ -1,11 +1,13 @@
 // Command pinpool inspects and measures pinned (page-locked) host memory on
-// this machine: what the GPU driver and the kernel allow (info), and, in later
-// versions, how fast each kind of memory moves data (bench), the seed's pool
-// workload (stress) and recommendations (advise).
+// this machine: what the GPU driver and the kernel allow (info), how fast
+// each kind of memory moves data and what allocation costs (bench), which
+// memory to use for which data here (advise), the seed's pool workload
+// (stress), and locked memory over time (monitor).
 //
 // Usage:
 //
 //	pinpool info [--json]
+//	pinpool bench [--sizes 4KiB,1MiB,... | --max-size 1GiB] [--kinds pinned,staged,...] [--directions H2D,D2H,both] [--json | --csv | --gobench] [--plot bw.png]
 //	pinpool stress [--goroutines 10] [--iterations 100] [--size 3110400] [--sleep-scale 1] [--warmup N] [--reserve] [--budget BYTES] [--wait D] [--[no-]exact] [--compare-raw] [--compare-seed] [--metrics-addr HOST:PORT] [--json]
 //	pinpool monitor [--interval 1s] [--once | --count N] [--pid PID] [--warn-below 3%] [--json]
 //
@@ -26,12 +28,14 @@ import (
 type cli struct {
 	Info    infoCmd    `cmd:"" help:"Show the CUDA driver, each device's pinned-memory attributes, and the host's locked-memory limits."`
 	Stress  stressCmd  `cmd:"" help:"Run the seed's pool test (goroutines getting and releasing frames) on pinpool's pool, optionally against raw allocation and the seed design."`
+	Bench   benchCmd   `cmd:"" help:"Measure transfers for every kind of host memory, direction and size, the cost of allocating pinned memory, and the pool against the seed design."`
 	Monitor monitorCmd `cmd:"" help:"Watch locked and pinned memory: /proc/meminfo, a process's VmLck and VmPin, RLIMIT_MEMLOCK, GPU memory."`
 }
 
 // globals are passed to every subcommand's Run.
 type globals struct {
 	stdout, stderr io.Writer
+	args           []string // the command line after the program name
 }
 
 func main() {
@@ -67,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "pinpool:", err)
 		return 2
 	}
-	if err := ctx.Run(&globals{stdout: stdout, stderr: stderr}); err != nil {
+	if err := ctx.Run(&globals{stdout: stdout, stderr: stderr, args: args}); err != nil {
 		fmt.Fprintln(stderr, "pinpool:", err)
 		return 1
 	}

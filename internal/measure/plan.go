@@ -32,7 +32,8 @@ type Plan struct {
 	MinRepeats int
 	MinTime    time.Duration
 	MaxRepeats int
-	// Warmup is the untimed transfers before each row (default 2).
+	// Warmup is the untimed transfers before each row (default 2;
+	// negative: none).
 	Warmup int
 	// RotateBytes is the least memory a row's transfers cycle through, so
 	// that small transfers do not run from the CPU's caches or the GPU's
@@ -75,7 +76,7 @@ type Step struct {
 
 // DefaultPlan is the plan of `pinpool bench` with no flags.
 func DefaultPlan() Plan {
-	p, _ := Plan{}.withDefaults()
+	p, _ := Plan{}.WithDefaults()
 	return p
 }
 
@@ -91,12 +92,13 @@ func QuickPlan() Plan {
 		AllocRepeats:   5,
 		PoolGoroutines: []int{1, runtime.NumCPU()},
 		PoolTime:       100 * time.Millisecond,
-	}.withDefaults()
+	}.WithDefaults()
 	return p
 }
 
-// withDefaults fills in zero fields and checks the plan.
-func (p Plan) withDefaults() (Plan, error) {
+// WithDefaults returns the plan with its zero fields filled in, and an
+// error wrapping ErrPlan when it is invalid. Run does the same.
+func (p Plan) WithDefaults() (Plan, error) {
 	if p.Sizes == nil {
 		for s := int64(4 << 10); s <= 1<<30; s *= 4 {
 			p.Sizes = append(p.Sizes, s)
@@ -175,8 +177,6 @@ func (p Plan) check() error {
 		return bad("MaxRepeats %d is below MinRepeats %d", p.MaxRepeats, p.MinRepeats)
 	case p.MinTime < 0:
 		return bad("MinTime %v: want 0 or more", p.MinTime)
-	case p.Warmup < 0:
-		return bad("Warmup %d: want 0 or more", p.Warmup)
 	case p.RotateBytes < 0 || p.RotateBytes > MaxTransferSize:
 		return bad("RotateBytes %d: want 0 .. %d", p.RotateBytes, int64(MaxTransferSize))
 	case p.AllocRepeats < 1:

@@ -18,7 +18,7 @@ import (
 // cancelled ctx (with the report so far), or a driver that is present but
 // unusable. command is recorded in the report.
 func Run(ctx context.Context, plan Plan, command string) (*Report, error) {
-	p, err := plan.withDefaults()
+	p, err := plan.WithDefaults()
 	if err != nil {
 		return nil, err
 	}

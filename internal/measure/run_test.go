@@ -125,7 +125,6 @@ func TestPlanInvalid(t *testing.T) {
 		"repeats":         {MinRepeats: -1},
 		"max below min":   {MinRepeats: 10, MaxRepeats: 5},
 		"min time":        {MinTime: -time.Second},
-		"warmup":          {Warmup: -1},
 		"rotate":          {RotateBytes: -1},
 		"alloc repeats":   {AllocRepeats: -2},
 		"alloc size":      {AllocSizes: []int64{-1}},
@@ -133,7 +132,7 @@ func TestPlanInvalid(t *testing.T) {
 		"pool time":       {PoolTime: -time.Millisecond},
 		"pool goroutines": {PoolGoroutines: []int{0}},
 	} {
-		if _, err := p.withDefaults(); !errors.Is(err, ErrPlan) {
+		if _, err := p.WithDefaults(); !errors.Is(err, ErrPlan) {
 			t.Errorf("%s: got %v, want ErrPlan", name, err)
 		}
 		if _, err := Run(context.Background(), p, ""); !errors.Is(err, ErrPlan) {
@@ -141,7 +140,7 @@ func TestPlanInvalid(t *testing.T) {
 		}
 	}
 	// No sizes is fine when transfers are not measured.
-	if _, err := (Plan{Sizes: []int64{}, NoTransfers: true}).withDefaults(); err != nil {
+	if _, err := (Plan{Sizes: []int64{}, NoTransfers: true}).WithDefaults(); err != nil {
 		t.Errorf("no sizes with NoTransfers: %v", err)
 	}
 }

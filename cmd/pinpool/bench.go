@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pinpool/pinpool/internal/measure"
+	"github.com/pinpool/pinpool/internal/report"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// benchCmd is `pinpool bench`: the bandwidthTest of pinned host memory.
+// It measures transfers for every kind of host memory, direction and size,
+// the cost of allocating pinned memory, and the pool's Get+Release
+// throughput against the seed design (package internal/measure), and
+// prints them as a table, JSON, CSV or Go benchmark format, with an
+// optional plot.
+type benchCmd struct {
+	Sizes      []byteSize `sep:"," placeholder:"SIZE,..." help:"Transfer sizes (default: 4KiB to --max-size in steps of 4×)."`
+	MaxSize    byteSize   `default:"1GiB" help:"Largest transfer of the default sizes."`
+	Kinds      []string   `sep:"," placeholder:"KIND,..." help:"Memory kinds: pageable, pinned, write-combined, registered, mapped, staged (default: all)."`
+	Directions []string   `sep:"," placeholder:"DIR,..." help:"Directions: H2D, D2H, both (default: all)."`
+
+	Repeats     int           `default:"10" help:"Fewest timed transfers per row; rows repeat until --min-time too (the figure is the median)."`
+	MinTime     time.Duration `default:"50ms" help:"Least total time of a row's timed transfers."`
+	Warmup      int           `default:"2" help:"Untimed transfers before each row."`
+	Rotate      byteSize      `default:"512MiB" help:"Least memory a row's transfers cycle through, so small ones do not run from caches."`
+	AllocSizes  []byteSize    `sep:"," placeholder:"SIZE,..." help:"Sizes of the allocation benchmark (default 4KiB,64KiB,1MiB,16MiB,256MiB)."`
+	AllocCalls  int           `default:"10" help:"Calls per allocation size (a third of it, at least 3, from 64MiB)."`
+	Goroutines  []int         `sep:"," placeholder:"N,..." help:"Goroutine counts of the pool benchmark (default 1,2,4,... up to the CPUs)."`
+	PoolSize    byteSize      `default:"64KiB" help:"Buffer size of the pool benchmark."`
+	PoolTime    time.Duration `default:"200ms" help:"Run time of each pool benchmark point."`
+	NoTransfers bool          `help:"Skip the transfer benchmark."`
+	NoAlloc     bool          `help:"Skip the allocation benchmark."`
+	NoPool      bool          `help:"Skip the pool benchmark."`
+
+	JSON     bool   `xor:"format" help:"Print the report as JSON."`
+	CSV      bool   `xor:"format" help:"Print the report as CSV (one header, a row per measurement)."`
+	GoBench  bool   `name:"gobench" xor:"format" help:"Print the Go benchmark format (for benchstat)."`
+	Plot     string `placeholder:"FILE" help:"Also draw bandwidth against size for every kind into FILE (.png or .svg)."`
+	Progress string `default:"auto" enum:"auto,always,never" help:"Progress bar on stderr: auto (when stderr is a terminal), always, never."`
+}
+
+// Validate checks the flags; kong reports its error as a usage error.
+func (c *benchCmd) Validate() error {
+	for _, k := range c.Kinds {
+		if _, err := measure.ParseKind(k); err != nil {
+			return fmt.Errorf("--kinds: %w", err)
+		}
+	}
+	for _, d := range c.Directions {
+		if _, err := measure.ParseDirection(d); err != nil {
+			return fmt.Errorf("--directions: %w", err)
+		}
+	}
+	if c.Plot != "" {
+		switch strings.ToLower(filepath.Ext(c.Plot)) {
+		case ".png", ".svg":
+		default:
+			return fmt.Errorf("--plot %s: want a .png or .svg file", c.Plot)
+		}
+	}
+	_, err := c.plan().WithDefaults()
+	return err
+}
+
+// plan turns the flags into a measurement plan.
+func (c *benchCmd) plan() measure.Plan {
+	p := measure.Plan{
+		MinRepeats: c.Repeats, MinTime: c.MinTime, Warmup: c.Warmup, RotateBytes: int64(c.Rotate),
+		AllocRepeats: c.AllocCalls, PoolSize: int64(c.PoolSize), PoolTime: c.PoolTime,
+		NoTransfers: c.NoTransfers, NoAlloc: c.NoAlloc, NoPool: c.NoPool,
+		PoolGoroutines: c.Goroutines,
+	}
+	if p.Warmup == 0 {
+		p.Warmup = -1 // measure.Plan: 0 means the default; the flag's 0 means none
+	}
+	if len(c.Sizes) > 0 {
+		p.Sizes = toInt64(c.Sizes)
+	} else {
+		for s := int64(4 << 10); s <= int64(c.MaxSize); s *= 4 {
+			p.Sizes = append(p.Sizes, s)
+		}
+		if p.Sizes == nil {
+			p.Sizes = []int64{int64(c.MaxSize)}
+		}
+	}
+	for _, k := range c.Kinds {
+		p.Kinds = append(p.Kinds, measure.Kind(k))
+	}
+	for _, d := range c.Directions {
+		dir, _ := measure.ParseDirection(d)
+		p.Directions = append(p.Directions, dir)
+	}
+	if len(c.AllocSizes) > 0 {
+		p.AllocSizes = toInt64(c.AllocSizes)
+	}
+	return p
+}
+
+func toInt64(s []byteSize) []int64 {
+	out := make([]int64, len(s))
+	for i, v := range s {
+		out[i] = int64(v)
+	}
+	return out
+}
+
+// Run measures and prints. Interrupting it (Ctrl-C) stops after the row in
+// progress and prints what was measured, then exits 1.
+func (c *benchCmd) Run(g *globals) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	p := c.plan()
+	bar := c.progressBar(g.stderr)
+	if bar != nil {
+		p.Progress = func(s measure.Step) {
+			bar.ChangeMax(s.Total)
+			bar.Describe(s.What)
+			_ = bar.Set(s.Done)
+		}
+	}
+	r, err := measure.Run(ctx, p, "pinpool "+strings.Join(g.args, " "))
+	if bar != nil {
+		_ = bar.Finish() // clears the bar
+	}
+	if r == nil {
+		return err
+	}
+	if r.IsNoGPU() {
+		fmt.Fprintf(g.stderr, "no GPU (%s): measured the host side only (allocation, pool); skipped the transfers\n", r.Machine.NoGPU)
+	}
+	if werr := c.write(g.stdout, r); werr != nil {
+		return errors.Join(err, werr)
+	}
+	if c.Plot != "" {
+		switch perr := report.Plot(c.Plot, r); {
+		case errors.Is(perr, report.ErrNoTransfers):
+			fmt.Fprintf(g.stderr, "plot: no transfers were measured, %s not written\n", c.Plot)
+		case perr != nil:
+			return errors.Join(err, perr)
+		default:
+			fmt.Fprintf(g.stderr, "plot: %s\n", c.Plot)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bench stopped early: %w", err)
+	}
+	return nil
+}
+
+// write prints r in the format the flags ask for.
+func (c *benchCmd) write(w io.Writer, r *measure.Report) error {
+	switch {
+	case c.JSON:
+		return report.WriteJSON(w, r)
+	case c.CSV:
+		return report.WriteCSV(w, r)
+	case c.GoBench:
+		return report.WriteGoBench(w, r)
+	}
+	return report.WriteTable(w, r)
+}
+
+// progressBar returns a bar on w when asked, or when w is a terminal and
+// --progress is auto; nil otherwise.
+func (c *benchCmd) progressBar(w io.Writer) *progressbar.ProgressBar {
+	show := c.Progress == "always"
+	if c.Progress == "auto" {
+		f, ok := w.(*os.File)
+		show = ok && term.IsTerminal(int(f.Fd()))
+	}
+	if !show {
+		return nil
+	}
+	return progressbar.NewOptions(-1,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("measuring"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+}

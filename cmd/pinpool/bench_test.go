@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/pinpool/pinpool/internal/measure"
+	"golang.org/x/perf/benchfmt"
+)
+
+// smallBench are flags for a bench run that takes well under a second and
+// stays within a small RLIMIT_MEMLOCK.
+var smallBench = []string{
+	"bench", "--sizes", "4KiB,64KiB", "--repeats", "2", "--min-time", "1ms", "--rotate", "1MiB",
+	"--alloc-sizes", "4KiB", "--alloc-calls", "2", "--goroutines", "1,2", "--pool-time", "10ms", "--pool-size", "4KiB",
+}
+
+func benchCLI(t *testing.T, extra ...string) (stdout, stderr string) {
+	t.Helper()
+	out, errOut, code := runCLI(t, append(append([]string(nil), smallBench...), extra...)...)
+	if code != 0 {
+		t.Fatalf("bench %q: exit %d; stderr:\n%s", extra, code, errOut)
+	}
+	return out, errOut
+}
+
+// hasGPU reports whether bench measured transfers (stderr has no no-GPU
+// line).
+func hasGPU(stderr string) bool { return !strings.Contains(stderr, "no GPU (") }
+
+func TestBenchTable(t *testing.T) {
+	out, errOut := benchCLI(t)
+	for _, want := range []string{"date:", "command:  pinpool bench --sizes 4KiB,64KiB", "Allocations", "pool-hit", "Pool: Get+Release", "pinpool/seed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if hasGPU(errOut) {
+		if !strings.Contains(out, "pinned") || !strings.Contains(out, "cuMemHostAlloc") {
+			t.Errorf("GPU table lacks transfer or driver allocation rows:\n%s", out)
+		}
+		return
+	}
+	if n := strings.Count(errOut, "\n"); n != 1 || !strings.Contains(errOut, "measured the host side only") {
+		t.Errorf("without a GPU want exactly one line saying what was skipped, stderr:\n%s", errOut)
+	}
+	if !strings.Contains(out, "mmap+mlock") || !strings.Contains(out, "skipped: transfers: no GPU") {
+		t.Errorf("host table lacks host allocation rows or the skipped line:\n%s", out)
+	}
+}
+
+func TestBenchJSON(t *testing.T) {
+	out, errOut := benchCLI(t, "--json")
+	var r measure.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("JSON does not parse: %v\n%s", err, out)
+	}
+	if len(r.Pool) != 4 || len(r.Allocs) == 0 || !strings.HasPrefix(r.Command, "pinpool bench") {
+		t.Errorf("report %+v", r)
+	}
+	if hasGPU(errOut) != (len(r.Transfers) > 0) {
+		t.Errorf("GPU %v but %d transfer rows", hasGPU(errOut), len(r.Transfers))
+	}
+}
+
+func TestBenchCSV(t *testing.T) {
+	out, _ := benchCLI(t, "--csv")
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) < 2 || recs[0][0] != "section" || recs[0][5] != "size_bytes" {
+		t.Fatalf("CSV header %q, %d records", recs[0], len(recs))
+	}
+	sections := map[string]int{}
+	for _, rec := range recs[1:] {
+		sections[rec[0]]++
+	}
+	if sections["pool"] != 4 || sections["alloc"] == 0 {
+		t.Errorf("CSV sections %v", sections)
+	}
+}
+
+func TestBenchGoBench(t *testing.T) {
+	out, _ := benchCLI(t, "--gobench")
+	rd := benchfmt.NewReader(strings.NewReader(out), "bench.txt")
+	var pool, alloc int
+	for rd.Scan() {
+		switch rec := rd.Result().(type) {
+		case *benchfmt.Result:
+			name := string(rec.Name)
+			switch {
+			case strings.HasPrefix(name, "Pool/"):
+				pool++
+			case strings.HasPrefix(name, "Alloc/"):
+				alloc++
+			}
+			if rec.Iters < 1 || len(rec.Values) == 0 {
+				t.Errorf("result %s: %d iterations, values %v", name, rec.Iters, rec.Values)
+			}
+		case *benchfmt.SyntaxError:
+			t.Errorf("benchfmt: %v", rec)
+		}
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if pool != 4 || alloc == 0 {
+		t.Errorf("%d pool and %d allocation results:\n%s", pool, alloc, out)
+	}
+}
+
+// TestBenchPlot asks for a plot: with a GPU the file is a PNG; without, the
+// command says in one line that there was nothing to plot and writes no
+// file.
+func TestBenchPlot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bw.png")
+	_, errOut := benchCLI(t, "--plot", path)
+	f, err := os.ReadFile(path)
+	if !hasGPU(errOut) {
+		if err == nil || !strings.Contains(errOut, "plot: no transfers were measured") {
+			t.Errorf("without a GPU: file %v, stderr:\n%s", err, errOut)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(bytes.NewReader(f)); err != nil {
+		t.Fatalf("plot is not a PNG: %v", err)
+	}
+}
+
+// TestBenchProgress forces the progress bar onto a buffer and checks that
+// it drew something and that the report still went to stdout.
+func TestBenchProgress(t *testing.T) {
+	out, errOut := benchCLI(t, "--progress", "always", "--json")
+	if !regexp.MustCompile(`\d+% .*\(\d+/\d+\)`).MatchString(errOut) {
+		t.Errorf("no progress bar (percent and count) on stderr:\n%q", errOut)
+	}
+	if !json.Valid([]byte(out)) {
+		t.Errorf("stdout is not JSON:\n%s", out)
+	}
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--kinds", "pinned,zero-copy"},
+		{"bench", "--directions", "up"},
+		{"bench", "--plot", "bw.gif"},
+		{"bench", "--sizes", "0"},
+		{"bench", "--sizes", "4KiB,lots"},
+		{"bench", "--sizes", "32GiB"},
+		{"bench", "--json", "--csv"},
+		{"bench", "--progress", "sometimes"},
+		{"bench", "--goroutines", "0"},
+		{"bench", "--pool-time", "-1s"},
+		{"bench", "--no-such-flag"},
+	} {
+		out, errOut, code := runCLI(t, args...)
+		if code != 2 {
+			t.Errorf("%q: exit %d, want 2 (usage); stderr:\n%s", args, code, errOut)
+		}
+		if out != "" && !strings.Contains(out, "Usage") {
+			t.Errorf("%q: printed a report on a usage error:\n%s", args, out)
+		}
+	}
+}
