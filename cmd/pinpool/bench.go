@@ -117,21 +117,7 @@ func toInt64(s []byteSize) []int64 {
 // Run measures and prints. Interrupting it (Ctrl-C) stops after the row in
 // progress and prints what was measured, then exits 1.
 func (c *benchCmd) Run(g *globals) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	p := c.plan()
-	bar := c.progressBar(g.stderr)
-	if bar != nil {
-		p.Progress = func(s measure.Step) {
-			bar.ChangeMax(s.Total)
-			bar.Describe(s.What)
-			_ = bar.Set(s.Done)
-		}
-	}
-	r, err := measure.Run(ctx, p, "pinpool "+strings.Join(g.args, " "))
-	if bar != nil {
-		_ = bar.Finish() // clears the bar
-	}
+	r, err := measureWithProgress(g, c.plan(), c.Progress)
 	if r == nil {
 		return err
 	}
@@ -170,11 +156,11 @@ func (c *benchCmd) write(w io.Writer, r *measure.Report) error {
 	return report.WriteTable(w, r)
 }
 
-// progressBar returns a bar on w when asked, or when w is a terminal and
-// --progress is auto; nil otherwise.
-func (c *benchCmd) progressBar(w io.Writer) *progressbar.ProgressBar {
-	show := c.Progress == "always"
-	if c.Progress == "auto" {
+// progressBar returns a bar on w when mode is "always", or when it is
+// "auto" and w is a terminal; nil otherwise.
+func progressBar(w io.Writer, mode string) *progressbar.ProgressBar {
+	show := mode == "always"
+	if mode == "auto" {
 		f, ok := w.(*os.File)
 		show = ok && term.IsTerminal(int(f.Fd()))
 	}
@@ -191,4 +177,25 @@ func (c *benchCmd) progressBar(w io.Writer) *progressbar.ProgressBar {
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 	)
+}
+
+// measureWithProgress runs plan with a progress bar on stderr (see
+// progressBar), stopping early on an interrupt (Ctrl-C) with the report so
+// far and an error.
+func measureWithProgress(g *globals, plan measure.Plan, mode string) (*measure.Report, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	bar := progressBar(g.stderr, mode)
+	if bar != nil {
+		plan.Progress = func(s measure.Step) {
+			bar.ChangeMax(s.Total)
+			bar.Describe(s.What)
+			_ = bar.Set(s.Done)
+		}
+	}
+	r, err := measure.Run(ctx, plan, "pinpool "+strings.Join(g.args, " "))
+	if bar != nil {
+		_ = bar.Finish() // clears the bar
+	}
+	return r, err
 }
