@@ -9,6 +9,14 @@
 #   scripts/gpu-check.sh            # all tests, then all benchmarks
 #   BENCH=0 scripts/gpu-check.sh    # tests only
 #   RUN='GPU' BENCH='CallOverhead' scripts/gpu-check.sh   # filters
+#   TOOL=0 scripts/gpu-check.sh     # without the pinpool tool's runs
+#
+# The tool's runs (TOOL=1, the default) are the README's main job on the
+# GPU: `pinpool bench` (full plan, JSON + PNG and SVG plots, then the table,
+# CSV and Go benchmark format rendered from the JSON), `pinpool advise`
+# (from that report, and from its own short measurement), `pinpool stress
+# --compare-raw --compare-seed`, and `pinpool monitor --once`; their
+# outputs land in the logs as tool-*.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -23,6 +31,7 @@ pack() {
 }
 trap pack EXIT
 RUN=${RUN:-.}
+TOOL=${TOOL:-1}
 BENCH=${BENCH:-.}
 BENCHTIME=${BENCHTIME:-1s}
 COUNT=${COUNT:-1}
@@ -93,6 +102,29 @@ if [ -x .gpu/pinpool.test ]; then
 	for m in hostalloc register; do
 		run_tests "pinpool-$m" .gpu/pinpool.test . PINPOOL_TEST_BACKEND=$m
 	done
+fi
+
+# tool NAME ARGS...: one run of the pinpool tool, logged and summed up.
+tool() {
+	local name=$1
+	shift
+	.gpu/pinpool "$@" >"$logs/tool-$name.out" 2>"$logs/tool-$name.err"
+	local rc=$?
+	printf 'tool %-16s rc=%d\n' "$name" "$rc" | tee -a "$summary"
+	[ $rc -eq 0 ] || status=1
+}
+if [ "$TOOL" != 0 ] && [ -x .gpu/pinpool ]; then
+	tool bench bench --json --plot "$logs/bench.png" --progress never
+	cp "$logs/tool-bench.out" "$logs/bench.json"
+	.gpu/pinpool bench --from "$logs/bench.json" --plot "$logs/bench.svg" >"$logs/bench-table.txt" 2>&1
+	.gpu/pinpool bench --from "$logs/bench.json" --csv >"$logs/bench.csv" 2>&1
+	.gpu/pinpool bench --from "$logs/bench.json" --gobench >"$logs/bench-gobench.txt" 2>&1
+	tool advise-from advise --from "$logs/bench.json"
+	tool advise advise --progress never
+	tool stress stress --compare-raw --compare-seed
+	tool stress-json stress --compare-raw --compare-seed --json
+	tool monitor monitor --once
+	[ -n "${OUT:-}" ] && cp "$logs/bench.png" "$logs/bench.svg" "$logs/bench.json" "$OUT/" 2>/dev/null
 fi
 
 if [ "$BENCH" != 0 ]; then

@@ -47,6 +47,7 @@ type benchCmd struct {
 	GoBench  bool   `name:"gobench" xor:"format" help:"Print the Go benchmark format (for benchstat)."`
 	Plot     string `placeholder:"FILE" help:"Also draw bandwidth against size for every kind into FILE (.png or .svg)."`
 	Progress string `default:"auto" enum:"auto,always,never" help:"Progress bar on stderr: auto (when stderr is a terminal), always, never."`
+	From     string `placeholder:"FILE" help:"Measure nothing: render a report saved with --json ('-': stdin) in the format asked, and --plot it."`
 }
 
 // Validate checks the flags; kong reports its error as a usage error.
@@ -117,7 +118,15 @@ func toInt64(s []byteSize) []int64 {
 // Run measures and prints. Interrupting it (Ctrl-C) stops after the row in
 // progress and prints what was measured, then exits 1.
 func (c *benchCmd) Run(g *globals) error {
-	r, err := measureWithProgress(g, c.plan(), c.Progress)
+	var r *measure.Report
+	var err error
+	if c.From != "" {
+		if r, err = readReport(c.From); err != nil {
+			return err
+		}
+	} else {
+		r, err = measureWithProgress(g, c.plan(), c.Progress)
+	}
 	if r == nil {
 		return err
 	}

@@ -173,3 +173,32 @@ func TestBenchUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchFrom renders a saved report in every format without measuring.
+func TestBenchFrom(t *testing.T) {
+	path := writeReport(t, gpuReport())
+	out, errOut, code := runCLI(t, "bench", "--from", path)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, errOut)
+	}
+	for _, want := range []string{"Test GPU", "H2D", "pinned", "staged", "cuMemHostAlloc", "pinpool/seed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	js, _, code := runCLI(t, "bench", "--from", path, "--json")
+	var r measure.Report
+	if code != 0 || json.Unmarshal([]byte(js), &r) != nil || len(r.Transfers) != len(gpuReport().Transfers) {
+		t.Fatalf("--from --json: exit %d, %d transfers", code, len(r.Transfers))
+	}
+	svg := filepath.Join(t.TempDir(), "bw.svg")
+	if _, errOut, code := runCLI(t, "bench", "--from", path, "--gobench", "--plot", svg); code != 0 {
+		t.Fatalf("--plot: exit %d; stderr:\n%s", code, errOut)
+	}
+	if b, err := os.ReadFile(svg); err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Fatalf("plot %s: %v", svg, err)
+	}
+	if _, _, code := runCLI(t, "bench", "--from", filepath.Join(t.TempDir(), "none.json")); code != 1 {
+		t.Errorf("missing --from file: exit %d, want 1", code)
+	}
+}
