@@ -7,15 +7,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .gpu
 export CGO_ENABLED=0
+# Only packages whose tests can use a GPU get a binary (their test files
+# mention the cuda or cudahost package, IsNoDriver or hasGPU); binaries are
+# stripped (-s -w) so that .gpu stays within the device tool's 64 MiB carry.
+rm -f .gpu/*.test
 for pkg in $(go list ./...); do
 	rel=${pkg#github.com/pinpool/pinpool}
 	rel=${rel#/}
 	name=${rel:-pinpool}
 	name=${name//\//-}
-	# Only packages with test files get a binary.
-	if [ -n "$(go list -f '{{len .TestGoFiles}}{{len .XTestGoFiles}}' "$pkg" | grep -v '^00$')" ]; then
-		go test -c -o ".gpu/$name.test" "$pkg"
+	dir=${rel:-.}
+	if grep -qlE 'pinpool/cuda"|pinpool/cudahost"|IsNoDriver|hasGPU' "$dir"/*_test.go 2>/dev/null; then
+		go test -c -ldflags='-s -w' -o ".gpu/$name.test" "$pkg"
 	fi
 done
-go build -o .gpu/pinpool ./cmd/pinpool
+go build -ldflags='-s -w' -o .gpu/pinpool ./cmd/pinpool
 ls -la .gpu

@@ -79,7 +79,8 @@ func TestRunHost(t *testing.T) {
 	if impls[ImplPinpool] != 2 || impls[ImplSeed] != 2 {
 		t.Errorf("pool rows %+v, want 2 per implementation", r.Pool)
 	}
-	want := p.steps(!r.IsNoGPU())
+	full, _ := p.WithDefaults()
+	want := full.steps(!r.IsNoGPU())
 	if len(steps) != want || steps[len(steps)-1].Done != want || steps[0].Total != want {
 		t.Errorf("%d progress steps (last %+v), want %d", len(steps), steps[len(steps)-1], want)
 	}
