@@ -137,9 +137,15 @@ func TestFailure(t *testing.T) {
 				if in := e.d.inflight.Load(); in != 0 {
 					t.Fatalf("%d bytes in flight after the failed copy returned", in)
 				}
+				// It stops within a window (4 chunks) of the failure, plus
+				// one chunk per other lane that was already past its check,
+				// plus a window when the failure is seen late: lanes share
+				// the stream, so a lane's copy may land between another's
+				// copy and its event, and the failure is reported by the
+				// next event on the stream.
 				st := e.c.Stats()
-				if st.Failed != 1 || st.Chunks > 5+4 || st.ToDevice.Total().Transfers+st.FromDevice.Total().Transfers != 0 {
-					t.Fatalf("stats %+v", st)
+				if st.Failed != 1 || st.Chunks > uint64(5+2*4+e.c.opt.Workers-1) || st.ToDevice.Total().Transfers+st.FromDevice.Total().Transfers != 0 {
+					t.Fatalf("stats %+v, %d enqueue/exec calls, err %v", st, calls.Load(), err)
 				}
 				// A queueing failure leaves no doubt about the buffer; a
 				// failure while running makes the pool retire it.
