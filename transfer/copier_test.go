@@ -130,7 +130,7 @@ func TestSchedule(t *testing.T) {
 		{16*M + 100, 2 * M, 2, []int{M / 2, M / 2, 2 * M, 2 * M, 2 * M, 2 * M, 2 * M, 2 * M, 2 * M, 100, M / 2, M / 2}},
 		{5, 2 * M, 8, []int{5}},
 	} {
-		b := schedule(tc.n, tc.chunk, tc.lanes)
+		b := schedule(tc.n, tc.chunk, tc.lanes, false)
 		var got []int
 		for i := 1; i < len(b); i++ {
 			got = append(got, b[i]-b[i-1])
@@ -152,7 +152,7 @@ func FuzzSchedule(f *testing.F) {
 		if n < 1 || n > 1<<34 || chunk < 64 || chunk > 1<<30 || lanes < 1 || lanes > 256 || n/chunk > 1<<20 {
 			t.Skip()
 		}
-		b := schedule(n, chunk, lanes)
+		b := schedule(n, chunk, lanes, false)
 		if b[0] != 0 || b[len(b)-1] != n {
 			t.Fatalf("bounds from %d to %d, want 0 to %d", b[0], b[len(b)-1], n)
 		}

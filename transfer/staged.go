@@ -39,11 +39,12 @@ func unitFor(n, chunk, lanes int) int {
 // 4×lanes chunks starts and ends with lanes chunks of a quarter of that
 // (in whole cache lines): the first DMA then starts after a short CPU copy
 // (host to device) and the last copy-out after it is short (device to
-// host), which shortens the pipeline's fill and drain.
-func schedule(n, chunk, lanes int) []int {
+// host), which shortens the pipeline's fill and drain. flat turns the ramp
+// off.
+func schedule(n, chunk, lanes int, flat bool) []int {
 	unit := unitFor(n, chunk, lanes)
 	small, ramp := unit, 0
-	if n >= 4*lanes*unit {
+	if n >= 4*lanes*unit && !flat {
 		small, ramp = max(unit/4&^63, 64), lanes
 	}
 	bounds := make([]int, 1, (n+unit-1)/unit+2*ramp+1)
@@ -166,7 +167,7 @@ func lanes(k int, f func()) {
 func (c *Copier) staged(ctx context.Context, o op) error {
 	n := len(o.host)
 	k := max(c.opt.Workers, 1)
-	bounds := schedule(n, c.opt.ChunkSize, k)
+	bounds := schedule(n, c.opt.ChunkSize, k, c.opt.flatChunks)
 	r := &stagedRun{c: c, ctx: ctx, o: o, bounds: bounds, chunks: int64(len(bounds) - 1)}
 	k = min(k, int(r.chunks))
 	q := make(chan inFlight, cap(c.win.tokens))

@@ -110,6 +110,28 @@ int main(void) {
 	}
 
 	// Latency of one 4 KiB copy, as a synchronous caller sees it.
+	// One copy and its stream synchronize per iteration, timed on the host
+	// (median): what a synchronous copy call (the Go copier's ToDevice of a
+	// pinned buffer) can reach at each size.
+	for (int i = 0; i < nsizes; i++) {
+		size_t n = sizes[i];
+		for (int dir = 0; dir < 2; dir++) {
+			enum { SYNCREPS = 101 };
+			static double t[SYNCREPS];
+			int reps = n >= (256u << 20) ? 11 : SYNCREPS;
+			copies(dir, d, h, n, 1, s);
+			CHECK(cudaStreamSynchronize(s));
+			for (int r = 0; r < reps; r++) {
+				double t0 = now_ns();
+				copies(dir, d, h, n, 1, s);
+				CHECK(cudaStreamSynchronize(s));
+				t[r] = now_ns() - t0;
+			}
+			qsort(t, reps, sizeof t[0], cmp_double);
+			printf("%-10zu %-14s %8.2f\n", n, dir == 0 ? "sync/H2D" : "sync/D2H", (double)n / t[reps / 2]);
+		}
+	}
+
 	enum { LAT = 20001 };
 	static double lat[LAT];
 	for (int dir = 0; dir < 2; dir++) {
