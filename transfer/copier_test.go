@@ -116,54 +116,6 @@ func TestChunks(t *testing.T) {
 // TestUnitFor checks the chunk size of a staged transfer: ChunkSize for
 // large transfers, cut so that every lane gets work for smaller ones, never
 // below minUnit (or ChunkSize, if that is smaller), in whole cache lines.
-// TestSchedule checks the chunk boundaries of a few transfers: uniform
-// below 4×lanes chunks, a ramp of quarter chunks at both ends above.
-func TestSchedule(t *testing.T) {
-	const M = 1 << 20
-	for _, tc := range []struct {
-		n, chunk, lanes int
-		want            []int // chunk sizes
-	}{
-		{10*testChunk + 3, testChunk, 3, []int{testChunk, testChunk, testChunk, testChunk, testChunk, testChunk, testChunk, testChunk, testChunk, testChunk, 3}},
-		{8 * M, 2 * M, 2, []int{2 * M, 2 * M, 2 * M, 2 * M}},
-		{16 * M, 2 * M, 2, []int{M / 2, M / 2, 2 * M, 2 * M, 2 * M, 2 * M, 2 * M, 2 * M, 2 * M, M / 2, M / 2}},
-		{16*M + 100, 2 * M, 2, []int{M / 2, M / 2, 2 * M, 2 * M, 2 * M, 2 * M, 2 * M, 2 * M, 2 * M, 100, M / 2, M / 2}},
-		{5, 2 * M, 8, []int{5}},
-	} {
-		b := schedule(tc.n, tc.chunk, tc.lanes, false)
-		var got []int
-		for i := 1; i < len(b); i++ {
-			got = append(got, b[i]-b[i-1])
-		}
-		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("schedule(%d, %d, %d) sizes %v, want %v", tc.n, tc.chunk, tc.lanes, got, tc.want)
-		}
-	}
-}
-
-// FuzzSchedule checks that chunk boundaries start at 0, end at n, rise
-// strictly, and that no chunk exceeds the chunk size.
-func FuzzSchedule(f *testing.F) {
-	f.Add(1, 1<<20, 8)
-	f.Add(256<<20, 2<<20, 8)
-	f.Add(64<<20+7, 2<<20, 3)
-	f.Add(1000, 64, 1)
-	f.Fuzz(func(t *testing.T, n, chunk, lanes int) {
-		if n < 1 || n > 1<<34 || chunk < 64 || chunk > 1<<30 || lanes < 1 || lanes > 256 || n/chunk > 1<<20 {
-			t.Skip()
-		}
-		b := schedule(n, chunk, lanes, false)
-		if b[0] != 0 || b[len(b)-1] != n {
-			t.Fatalf("bounds from %d to %d, want 0 to %d", b[0], b[len(b)-1], n)
-		}
-		for i := 1; i < len(b); i++ {
-			if d := b[i] - b[i-1]; d <= 0 || d > max(chunk, minUnit) {
-				t.Fatalf("chunk %d has %d bytes (chunk size %d)", i-1, d, chunk)
-			}
-		}
-	})
-}
-
 func TestUnitFor(t *testing.T) {
 	for _, tc := range []struct{ n, chunk, lanes, want int }{
 		{256 << 20, 4 << 20, 16, 4 << 20},

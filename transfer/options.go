@@ -61,9 +61,6 @@ type Options struct {
 	// (non-temporal stores for large pieces) instead of keeping the staging
 	// buffer in the cache; for benchmarks that compare the two.
 	streamStaging bool
-	// flatChunks turns off the quarter-chunk ramp of schedule; for
-	// benchmarks that compare the two.
-	flatChunks bool
 }
 
 // cacheStaging reports whether host-to-device staging copies keep the

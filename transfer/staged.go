@@ -33,45 +33,13 @@ func unitFor(n, chunk, lanes int) int {
 	return max(min(u, chunk), min(minUnit, chunk))
 }
 
-// schedule cuts a staged transfer of n bytes into chunks for lanes lanes
-// and returns their boundaries: bounds[i] is where chunk i starts, the last
-// entry is n. Chunks are unitFor bytes, except that a transfer of at least
-// 4×lanes chunks starts and ends with lanes chunks of a quarter of that
-// (in whole cache lines): the first DMA then starts after a short CPU copy
-// (host to device) and the last copy-out after it is short (device to
-// host), which shortens the pipeline's fill and drain. flat turns the ramp
-// off.
-func schedule(n, chunk, lanes int, flat bool) []int {
-	unit := unitFor(n, chunk, lanes)
-	small, ramp := unit, 0
-	if n >= 4*lanes*unit && !flat {
-		small, ramp = max(unit/4&^63, 64), lanes
-	}
-	bounds := make([]int, 1, (n+unit-1)/unit+2*ramp+1)
-	off := 0
-	add := func(size int) {
-		off = min(off+size, n)
-		bounds = append(bounds, off)
-	}
-	for range ramp {
-		add(small)
-	}
-	for tail := ramp * small; off < n-tail; {
-		add(min(unit, n-tail-off))
-	}
-	for off < n {
-		add(small)
-	}
-	return bounds
-}
-
 // stagedRun is the shared state of one staged transfer: its chunks are
 // claimed by index, and the first error stops everyone.
 type stagedRun struct {
 	c      *Copier
 	ctx    context.Context
 	o      op
-	bounds []int // chunk boundaries (schedule)
+	unit   int // chunk size (unitFor)
 	chunks int64
 
 	next   atomic.Int64 // next chunk index to claim
@@ -105,7 +73,8 @@ func (r *stagedRun) claim() (off, n int, ok bool) {
 	if i >= r.chunks {
 		return 0, 0, false
 	}
-	return r.bounds[i], r.bounds[i+1] - r.bounds[i], true
+	off = int(i) * r.unit
+	return off, min(r.unit, len(r.o.host)-off), true
 }
 
 // stage takes a window slot and a staging buffer for a chunk; on failure
@@ -145,7 +114,7 @@ func lanes(k int, f func()) {
 }
 
 // staged runs the staging pipeline of one transfer. The transfer is cut
-// into chunks (schedule), claimed in order by up to Workers lanes
+// into chunks of unitFor bytes, claimed in order by up to Workers lanes
 // (goroutines, the calling one among them), each of which handles whole
 // chunks, so no lane ever waits for another:
 //
@@ -167,8 +136,8 @@ func lanes(k int, f func()) {
 func (c *Copier) staged(ctx context.Context, o op) error {
 	n := len(o.host)
 	k := max(c.opt.Workers, 1)
-	bounds := schedule(n, c.opt.ChunkSize, k, c.opt.flatChunks)
-	r := &stagedRun{c: c, ctx: ctx, o: o, bounds: bounds, chunks: int64(len(bounds) - 1)}
+	unit := unitFor(n, c.opt.ChunkSize, k)
+	r := &stagedRun{c: c, ctx: ctx, o: o, unit: unit, chunks: int64((n + unit - 1) / unit)}
 	k = min(k, int(r.chunks))
 	q := make(chan inFlight, cap(c.win.tokens))
 	if o.dir == HostToDevice {
