@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pinpool/pinpool/cudahost"
 )
@@ -210,22 +212,41 @@ func BenchmarkPinnedLatency(b *testing.B) {
 	defer buf.Release()
 	c := g.copier(b, Options{})
 	b.Run("copier", func(b *testing.B) {
+		lat := make([]time.Duration, 0, 1<<16)
 		for b.Loop() {
+			t0 := time.Now()
 			if err := c.ToDeviceBuffer(ctx, dev.Ptr(), buf); err != nil {
 				b.Fatal(err)
 			}
+			lat = append(lat, time.Since(t0))
 		}
+		reportMedian(b, lat)
 	})
 	b.Run("stream", func(b *testing.B) {
+		lat := make([]time.Duration, 0, 1<<16)
 		for b.Loop() {
+			t0 := time.Now()
 			if err := g.s.CopyHtoDAsync(dev.Ptr(), buf.Bytes()); err != nil {
 				b.Fatal(err)
 			}
 			if err := g.s.Synchronize(); err != nil {
 				b.Fatal(err)
 			}
+			lat = append(lat, time.Since(t0))
 		}
+		reportMedian(b, lat)
 	})
+}
+
+// reportMedian reports the median of the iterations' times as p50-ns, the
+// statistic scripts/ref/memcpy_bw.cu prints for its latency (ns/op is the
+// mean, which a few slow iterations pull up).
+func reportMedian(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 }
 
 // BenchmarkHostCopy measures the host's memory copy bandwidth with k

@@ -51,7 +51,7 @@ func cpuModel() string {
 }
 
 // pcieLink reads the current PCIe link of the device at addr
-// ("0000:1b:00.0") from sysfs: "32.0 GT/s PCIe x16", or "" when unknown.
+// ("0000:1b:00.0") from sysfs: "32.0 GT/s x16", or "" when unknown.
 func pcieLink(addr string) string {
 	dir := "/sys/bus/pci/devices/" + strings.ToLower(addr)
 	speed, err1 := os.ReadFile(dir + "/current_link_speed")
@@ -59,5 +59,6 @@ func pcieLink(addr string) string {
 	if err1 != nil || err2 != nil {
 		return ""
 	}
-	return fmt.Sprintf("%s x%s", strings.TrimSpace(string(speed)), strings.TrimSpace(string(width)))
+	sp := strings.TrimSuffix(strings.TrimSpace(string(speed)), " PCIe") // "32.0 GT/s PCIe"
+	return fmt.Sprintf("%s x%s", sp, strings.TrimSpace(string(width)))
 }
