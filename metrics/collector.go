@@ -15,8 +15,9 @@ const Namespace = "pinpool"
 type Option func(*config)
 
 type config struct {
-	pool  string
-	funcs []funcMetric
+	pool   string
+	funcs  []funcMetric
+	copier CopierStats
 }
 
 // funcMetric is a metric added with WithGaugeFunc or WithCounterFunc.
@@ -35,7 +36,7 @@ func WithPool(name string) Option {
 
 // WithGaugeFunc adds the gauge pinpool_<name>, whose value read returns at
 // scrape time, with the collector's labels. It is the hook for statistics of
-// other components, such as the transfer engine's. read must be safe for
+// other components (the transfer engine has its own option, WithCopier). read must be safe for
 // concurrent use and fast; it must not call back into the registry.
 func WithGaugeFunc(name, help string, read func() float64) Option {
 	return func(c *config) {
@@ -70,6 +71,8 @@ type Collector struct {
 
 	funcs     []funcMetric
 	funcDescs []*prometheus.Desc
+
+	copier *copierMetrics // WithCopier; nil without
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -186,6 +189,9 @@ func newCollector(p *pinpool.Pool, opts []Option) (*Collector, error) {
 		}
 		c.funcDescs = append(c.funcDescs, desc(f.name, f.help))
 	}
+	if cfg.copier != nil {
+		c.copier = newCopierMetrics(cfg.copier, desc)
+	}
 	return c, nil
 }
 
@@ -217,6 +223,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.funcDescs {
 		ch <- d
 	}
+	if c.copier != nil {
+		c.copier.describe(ch)
+	}
 }
 
 // Collect implements prometheus.Collector: it takes one Stats snapshot and
@@ -236,5 +245,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for i, f := range c.funcs {
 		ch <- prometheus.MustNewConstMetric(c.funcDescs[i], f.kind, f.read())
+	}
+	if c.copier != nil {
+		c.copier.collect(ch)
 	}
 }
