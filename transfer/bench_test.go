@@ -38,6 +38,12 @@ func reportGBps(b *testing.B, n int) {
 	}
 }
 
+// allCPUs raises GOMAXPROCS to every CPU and returns the function that
+// restores it. The testing package sets GOMAXPROCS to the -test.cpu value
+// before it runs each sub-benchmark, so a benchmark whose sub-benchmarks need every CPU
+// calls allCPUs in each of them, not only at its top: with -test.cpu 1 the
+// staged path otherwise runs its lanes on one processor (observed on the
+// H200 host: 6-10 GB/s instead of 43-49).
 func allCPUs() func() {
 	old := runtime.GOMAXPROCS(runtime.NumCPU())
 	return func() { runtime.GOMAXPROCS(old) }
@@ -131,6 +137,7 @@ func BenchmarkTransfer(b *testing.B) {
 		for _, p := range paths {
 			for _, d := range []Direction{HostToDevice, DeviceToHost} {
 				b.Run(fmt.Sprintf("%s/%s/%v", sizeName(n), p.name, d), func(b *testing.B) {
+					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 					b.SetBytes(int64(n))
 					for b.Loop() {
 						if err := p.run(d, n); err != nil {
@@ -142,6 +149,7 @@ func BenchmarkTransfer(b *testing.B) {
 			}
 		}
 		b.Run(fmt.Sprintf("%s/pinned/bidir", sizeName(n)), func(b *testing.B) {
+			defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 			b.SetBytes(2 * int64(n))
 			for b.Loop() {
 				up := auto.ToDeviceAsync(ctx, dev.Ptr(), pinned.Bytes()[:n])
@@ -178,6 +186,7 @@ func BenchmarkCrossover(b *testing.B) {
 		}{{"direct", direct}, {"staged", staged}} {
 			for _, d := range []Direction{HostToDevice, DeviceToHost} {
 				b.Run(fmt.Sprintf("%s/%s/%v", sizeName(n), c.name, d), func(b *testing.B) {
+					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 					b.SetBytes(int64(n))
 					for b.Loop() {
 						var err error
@@ -259,6 +268,7 @@ func BenchmarkHostCopy(b *testing.B) {
 	copy(dst, src) // touch
 	for _, k := range []int{1, 2, 4, 8, 16} {
 		b.Run(fmt.Sprintf("goroutines=%d", k), func(b *testing.B) {
+			defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 			b.SetBytes(n)
 			for b.Loop() {
 				done := make(chan struct{}, k)
@@ -283,6 +293,7 @@ func BenchmarkHostCopy(b *testing.B) {
 	dstRing := dst[:ring]
 	for _, k := range []int{1, 8, 16} {
 		b.Run(fmt.Sprintf("ring=16MiB/goroutines=%d", k), func(b *testing.B) {
+			defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 			b.SetBytes(n)
 			for b.Loop() {
 				var wg sync.WaitGroup
@@ -334,6 +345,7 @@ func BenchmarkStagedTuning(b *testing.B) {
 		for _, n := range []int{64 << 20, maxN} {
 			for _, d := range []Direction{HostToDevice, DeviceToHost} {
 				b.Run(fmt.Sprintf("size=%s/workers=%d/chunk=%s/window=%s/%s/%v", sizeName(n), tc.workers, sizeName(tc.chunk), sizeName(tc.window), stores, d), func(b *testing.B) {
+					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 					b.SetBytes(int64(n))
 					for b.Loop() {
 						var err error
