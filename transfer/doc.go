@@ -38,9 +38,10 @@
 //     another, CPU copies overlap each other and the DMA, and the small
 //     window keeps the staging memory in the last-level cache. The driver's
 //     own copy of pageable memory reaches only 6–9 GB/s host to device and
-//     13–17 GB/s device to host on the reference host; staging moved 43–44
-//     and 39–42 GB/s there at 256 MiB (BenchmarkStagedTuning), the CPU copy
-//     being the limit (one core copies about 6 GB/s in that VM).
+//     13–17 GB/s device to host on the reference host; staging moved
+//     42.6–44.7 and 48.5–49.1 GB/s there at 256 MiB (BenchmarkStagedTuning,
+//     three runs) and 35 and 42 GB/s at 64 MiB, the CPU copy being the
+//     limit (one core copies about 6 GB/s in that VM).
 //   - Direct (PathDirect): pageable memory below Options.DirectBelow (2 MiB)
 //     goes through the driver's synchronous copy, which does its own staging:
 //     for small sizes the fixed cost dominates every path, so staging gains

@@ -72,11 +72,12 @@ const (
 	// DefaultStreams is one stream per direction.
 	DefaultStreams = 2
 	// DefaultChunkSize is 2 MiB. Each of the staged path's lanes copies
-	// whole chunks, so small chunks start the DMA early and keep the
-	// staging memory in the CPU's last-level cache: BenchmarkStagedTuning on
-	// the H200 host (2026-11-30, 256 MiB) staged 43–44 GB/s host to device
-	// and 39–42 GB/s device to host with 2 MiB chunks, a 32 MiB window and 8
-	// lanes, against 26 and 28 GB/s with 16 MiB chunks and a 256 MiB window.
+	// whole chunks, so small chunks start the DMA early: BenchmarkStagedTuning
+	// on the H200 host (2026-11-30, 256 MiB, three runs) staged 42.6–44.7
+	// GB/s host to device and 48.5–49.1 device to host with 2 MiB chunks, a
+	// 32 MiB window and 8 lanes; 4 MiB chunks, 16 lanes or a 48 MiB window
+	// did no better, and the first engine (chunks split among all workers)
+	// reached at most 27 and 28.
 	DefaultChunkSize = 2 << 20
 	// DefaultWindowBytes is 32 MiB of staging in flight: 16 chunks, the
 	// window of that measurement.
@@ -86,9 +87,11 @@ const (
 	// 6 GB/s on one goroutine, BenchmarkHostCopy); 8 lanes staged as fast
 	// as 16 there and leave processors to the application.
 	DefaultMaxWorkers = 8
-	// DefaultDirectBelow is 2 MiB: BenchmarkCrossover on the H200 host had
-	// the driver's direct pageable copy ahead of staging up to 1 MiB (6.9
-	// against 6.4 GB/s H2D) and level at 2 MiB (8.1 against 8.3).
+	// DefaultDirectBelow is 2 MiB. On the H200 host (2026-11-30) staging
+	// overtook the driver's direct copy at about 1 MiB both ways with cold
+	// data in one run of pinpool bench, at 0.5 MiB host to device and 2.6
+	// MiB device to host in another, and at 4 MiB and 1 MiB with the data
+	// in cache (BenchmarkCrossover); below 512 KiB staging never won.
 	DefaultDirectBelow = 2 << 20
 	// DefaultRegisterChunk is 64 GiB, as cudahost.DefaultRegisterChunk.
 	DefaultRegisterChunk = 64 << 30
