@@ -91,7 +91,8 @@ const (
 	// overtook the driver's direct copy at about 1 MiB both ways with cold
 	// data in one run of pinpool bench, at 0.5 MiB host to device and 2.6
 	// MiB device to host in another, and at 4 MiB and 1 MiB with the data
-	// in cache (BenchmarkCrossover); below 512 KiB staging never won.
+	// in cache (BenchmarkCrossover); below 512 KiB staging was never more
+	// than level with the direct copy.
 	DefaultDirectBelow = 2 << 20
 	// DefaultRegisterChunk is 64 GiB, as cudahost.DefaultRegisterChunk.
 	DefaultRegisterChunk = 64 << 30
