@@ -30,6 +30,7 @@ type gpu struct {
 	start, mid, end *cuda.Event
 	dev1, dev2      *cuda.DeviceMem
 	pageable        []byte
+	pageable2       []byte // secondArena
 	copier          *transfer.Copier
 }
 
@@ -127,8 +128,48 @@ type mover struct {
 	// one queues (async kinds) or performs (wall kinds) one transfer of
 	// the direction on stream s.
 	one func(d Direction, s *cuda.Stream, dev cuda.DevicePtr, off, size int64) error
+	// both (wall kinds) performs an H2D and a D2H transfer at once, from
+	// two goroutines, on disjoint host memory.
+	both func(off, size int64) error
 	// free releases the kind's host memory.
 	free func() error
+}
+
+// wallMover is the mover of a kind whose copies return when the bytes are
+// in place (pageable, staged), timed on the host clock, over the pageable
+// arena.
+func (g *gpu) wallMover(h2d func(cuda.DevicePtr, []byte) error, d2h func([]byte, cuda.DevicePtr) error) *mover {
+	m := &mover{timer: timerWall, free: func() error { return nil }}
+	m.one = func(d Direction, _ *cuda.Stream, dev cuda.DevicePtr, off, n int64) error {
+		h := g.pageable[off : off+n]
+		if d == H2D {
+			return h2d(dev, h)
+		}
+		return d2h(h, dev)
+	}
+	m.both = func(off, n int64) error {
+		second := g.secondArena()
+		var wg sync.WaitGroup
+		var e2 error
+		wg.Go(func() { e2 = d2h(second[off:off+n], g.dev2.Ptr()) })
+		err := h2d(g.dev1.Ptr(), g.pageable[off:off+n])
+		wg.Wait()
+		return errors.Join(err, e2)
+	}
+	return m
+}
+
+// secondArena is a second pageable arena, made and touched on first use:
+// the destination of Both's device-to-host transfer for the wall kinds, so
+// that the two transfers' CPU copies never touch the same bytes.
+func (g *gpu) secondArena() []byte {
+	if g.pageable2 == nil {
+		g.pageable2 = make([]byte, len(g.pageable))
+		for i := 0; i < len(g.pageable2); i += 4096 {
+			g.pageable2[i] = 1
+		}
+	}
+	return g.pageable2
 }
 
 const (
@@ -142,13 +183,7 @@ func (g *gpu) moverFor(k Kind) (*mover, error) {
 	a := int(g.p.arenaSize())
 	switch k {
 	case Pageable:
-		return &mover{timer: timerWall, free: func() error { return nil }, one: func(d Direction, _ *cuda.Stream, dev cuda.DevicePtr, off, n int64) error {
-			h := g.pageable[off : off+n]
-			if d == H2D {
-				return g.ctx.CopyHtoD(dev, h)
-			}
-			return g.ctx.CopyDtoH(h, dev)
-		}}, nil
+		return g.wallMover(g.ctx.CopyHtoD, g.ctx.CopyDtoH), nil
 	case Staged:
 		if g.copier == nil {
 			c, err := transfer.New(g.pool, g.ctx, transfer.Options{DirectBelow: -1})
@@ -158,13 +193,9 @@ func (g *gpu) moverFor(k Kind) (*mover, error) {
 			g.copier = c
 		}
 		bg := context.Background()
-		return &mover{timer: timerWall, free: func() error { return nil }, one: func(d Direction, _ *cuda.Stream, dev cuda.DevicePtr, off, n int64) error {
-			h := g.pageable[off : off+n]
-			if d == H2D {
-				return g.copier.ToDevice(bg, dev, h)
-			}
-			return g.copier.FromDevice(bg, h, dev)
-		}}, nil
+		return g.wallMover(
+			func(dev cuda.DevicePtr, h []byte) error { return g.copier.ToDevice(bg, dev, h) },
+			func(h []byte, dev cuda.DevicePtr) error { return g.copier.FromDevice(bg, h, dev) }), nil
 	case Pinned, WriteCombined:
 		flags := cuda.HostAllocFlags(0)
 		if k == WriteCombined {
@@ -230,12 +261,7 @@ func (g *gpu) timeOnce(m *mover, d Direction, off, size int64) (time.Duration, e
 		t0 := time.Now()
 		var err error
 		if d == Both {
-			var wg sync.WaitGroup
-			var e2 error
-			wg.Go(func() { e2 = m.one(D2H, nil, g.dev2.Ptr(), off, size) })
-			err = m.one(H2D, nil, g.dev1.Ptr(), off, size)
-			wg.Wait()
-			err = errors.Join(err, e2)
+			err = m.both(off, size)
 		} else {
 			err = m.one(d, nil, g.devFor(d), off, size)
 		}

@@ -39,7 +39,9 @@ type Plan struct {
 	// that small transfers do not run from the CPU's caches or the GPU's
 	// L2 (default 512 MiB; the H200 host has a 300 MiB L3 cache). Each kind
 	// allocates max(largest size, RotateBytes) of host memory while it is
-	// measured, and the device twice that.
+	// measured (the pageable arena, shared by the pageable, registered and
+	// staged kinds, is held throughout, and a second one when Both is
+	// measured for pageable or staged), and the device twice that.
 	RotateBytes int64
 
 	// AllocSizes are the sizes of the allocation benchmark (default 4 KiB,
