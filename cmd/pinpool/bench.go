@@ -14,7 +14,6 @@ import (
 	"github.com/pinpool/pinpool/internal/measure"
 	"github.com/pinpool/pinpool/internal/report"
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 )
 
 // benchCmd is `pinpool bench`: the bandwidthTest of pinned host memory.
@@ -166,14 +165,9 @@ func (c *benchCmd) write(w io.Writer, r *measure.Report) error {
 }
 
 // progressBar returns a bar on w when mode is "always", or when it is
-// "auto" and w is a terminal; nil otherwise.
+// "auto" and w is a terminal (isTerminal); nil otherwise.
 func progressBar(w io.Writer, mode string) *progressbar.ProgressBar {
-	show := mode == "always"
-	if mode == "auto" {
-		f, ok := w.(*os.File)
-		show = ok && term.IsTerminal(int(f.Fd()))
-	}
-	if !show {
+	if mode == "never" || mode == "auto" && !isTerminal(w) {
 		return nil
 	}
 	return progressbar.NewOptions(-1,

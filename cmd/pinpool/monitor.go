@@ -300,24 +300,6 @@ func optBytes(v *uint64) string {
 	return formatBytes(*v)
 }
 
-// isTerminal reports whether w is a character device other than /dev/null,
-// which is what a terminal is to this tool (golang.org/x/term is not a
-// dependency of the module).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
-	if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(fi, null) {
-		return false
-	}
-	return true
-}
-
 // readProcess reads the locked-memory lines of /proc/PID/status.
 func readProcess(pid int) (*processSample, error) {
 	path := fmt.Sprintf("/proc/%d/status", pid)
