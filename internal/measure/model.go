@@ -193,6 +193,9 @@ type Report struct {
 	Skipped []string `json:"skipped,omitempty"`
 }
 
+// IsNoGPU reports whether r was measured without a GPU.
+func (r *Report) IsNoGPU() bool { return r.Machine.NoGPU != "" }
+
 // Transfer returns the row for kind, direction and size, if measured.
 func (r *Report) Transfer(k Kind, d Direction, size int64) (Transfer, bool) {
 	for _, t := range r.Transfers {

@@ -202,6 +202,3 @@ func pools(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress) error
 	}
 	return nil
 }
-
-// IsNoGPU reports whether r was measured without a GPU.
-func (r *Report) IsNoGPU() bool { return r.Machine.NoGPU != "" }
