@@ -3,6 +3,7 @@ package pinpool
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/pinpool/pinpool/internal/seedpool"
@@ -40,7 +41,7 @@ func BenchmarkGetRelease(b *testing.B) {
 			}
 			defer p.Close()
 			for _, n := range sizes {
-				if err := p.Reserve(n, 4*p.nshards); err != nil {
+				if err := p.Reserve(n, 4*runtime.GOMAXPROCS(0)); err != nil {
 					b.Fatal(err)
 				}
 			}

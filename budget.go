@@ -5,13 +5,13 @@ import (
 	"sync/atomic"
 )
 
-// budget counts the bytes the pool holds and enforces Options.Budget. It
-// also wakes Get calls that wait for room: they wait on a channel that is
-// closed (and replaced) whenever memory is released or freed.
+// budget counts the bytes the pool holds or is about to allocate, and
+// enforces Options.Budget. It also wakes Get calls that wait for room:
+// they wait on a channel that is closed (and replaced) whenever memory is
+// released or freed.
 type budget struct {
 	limit   int64 // 0: none
 	held    atomic.Int64
-	peak    atomic.Int64
 	waiters atomic.Int32
 
 	mu   sync.Mutex
@@ -26,23 +26,20 @@ func (b *budget) tryReserve(n int64) bool {
 			return false
 		}
 		if b.held.CompareAndSwap(h, h+n) {
-			for {
-				pk := b.peak.Load()
-				if h+n <= pk || b.peak.CompareAndSwap(pk, h+n) {
-					return true
-				}
-			}
+			return true
 		}
 	}
 }
 
-// release subtracts n freed bytes and wakes waiters.
+// release subtracts n bytes that are free again and wakes waiters.
 func (b *budget) release(n int64) {
 	b.held.Add(-n)
 	b.broadcast()
 }
 
-// channel returns the channel the next broadcast closes.
+// channel returns the channel the next broadcast closes. A waiter
+// registers (waiters.Add) before it asks for the channel, so that no
+// broadcast after its last look is lost.
 func (b *budget) channel() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()

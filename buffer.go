@@ -2,34 +2,8 @@ package pinpool
 
 import (
 	"fmt"
-	"sync/atomic"
 	"unsafe"
 )
-
-// slot is one buffer's place in a chunk. Its generation counts releases: a
-// handle carries the generation the slot had when it was handed out, and is
-// live only while the slot still has it. A release moves it on (one atomic
-// compare-and-swap), which kills every copy of the handle; handing out only
-// reads it.
-type slot struct {
-	gen   atomic.Uint64
-	ptr   unsafe.Pointer
-	off   uintptr // offset in the chunk
-	chunk *chunk
-	_     [32]byte // one slot per cache line: buffers of one slab go to different processors
-}
-
-// chunk is one backend allocation, carved into equal slots.
-type chunk struct {
-	alloc   Allocation
-	class   *class
-	bytes   int64
-	slots   []slot
-	devPtr  uintptr // device address of the chunk, when mapped
-	mapped  bool
-	retired int  // slots retired after a failed fence (under class.mu)
-	freed   bool // under class.mu
-}
 
 // Buffer is a handle to pinned memory from a Pool. It is a small value:
 // copy it freely, but release it exactly once, with Release or
@@ -42,7 +16,7 @@ type Buffer struct {
 	n   int
 }
 
-func (b Buffer) live() bool { return b.s != nil && b.s.gen.Load() == b.gen }
+func (b Buffer) live() bool { return b.s != nil && b.s.state.Load() == word(b.gen, stInUse) }
 
 // Bytes is the buffer's memory, of the length asked of Get, or nil when the
 // handle is dead. The memory is not zeroed: it holds whatever the previous
@@ -84,7 +58,7 @@ func (b Buffer) DevicePointer() (uintptr, error) {
 	}
 	c := b.s.chunk
 	if !c.mapped {
-		return 0, fmt.Errorf("%w (backend %s)", ErrNotMapped, c.class.pool.backend.Name())
+		return 0, fmt.Errorf("%w (backend %s)", ErrNotMapped, c.class.core.backendName)
 	}
 	return c.devPtr + b.s.off, nil
 }
@@ -92,12 +66,12 @@ func (b Buffer) DevicePointer() (uintptr, error) {
 // Release gives the buffer back to the pool for reuse. Only release a
 // buffer that no asynchronous operation still reads or writes; otherwise
 // use ReleaseAfter. A second release of the handle returns ErrReleased.
+// After Close, the memory is freed once nothing else of its allocation is
+// in use.
 func (b Buffer) Release() error {
-	s := b.s
-	if s == nil || !s.gen.CompareAndSwap(b.gen, b.gen+1) {
+	if b.s == nil || !b.s.chunk.class.release(b.s, b.gen) {
 		return ErrReleased
 	}
-	s.chunk.class.release(s)
 	return nil
 }
 
@@ -105,22 +79,30 @@ func (b Buffer) Release() error {
 // true, for example a CUDA event recorded after an asynchronous copy from
 // or to the buffer. Until then the buffer counts as pending and is never
 // handed out. The handle is dead at once: later releases return
-// ErrReleased. A nil fence is the same as Release.
+// ErrReleased.
+//
+// A fence that cannot be called (nil, or a nil function or pointer behind
+// the interface) is refused with ErrInvalidFence, and the handle stays
+// live. A fence whose Done returns an error or panics retires the buffer:
+// the pool cannot know whether the device still uses it, so it is never
+// handed out again and its memory is freed with the rest of its
+// allocation.
 func (b Buffer) ReleaseAfter(f Fence) error {
-	if f == nil {
-		return b.Release()
+	if nilFence(f) {
+		if !b.live() {
+			return ErrReleased
+		}
+		return fmt.Errorf("%w: nil %T (use Release when nothing is in flight)", ErrInvalidFence, f)
 	}
 	s := b.s
-	if s == nil || !s.gen.CompareAndSwap(b.gen, b.gen+1) {
+	if s == nil || !s.state.CompareAndSwap(word(b.gen, stInUse), word(b.gen+1, stPending)) {
 		return ErrReleased
 	}
-	p := s.chunk.class.pool
-	p.pending.add(s, f)
-	if p.closed.Load() {
-		p.drainLate() // the janitor may have finished already
-	} else {
-		p.jan.kick()
-	}
+	c := s.chunk.class
+	c.pending.Add(1)
+	co := c.core
+	co.pending.add(pendingItem{s, b.gen + 1, f})
+	co.kick()
 	return nil
 }
 

@@ -25,8 +25,17 @@ var (
 	// ErrNotMapped is returned by Buffer.DevicePointer when the pool's
 	// memory is not mapped into a device's address space.
 	ErrNotMapped = errors.New("pinpool: buffer memory is not mapped into a device address space")
-	// ErrGrow wraps a backend's failure to allocate when the pool grows.
-	// The pool never retries in a loop; other sizes keep being served.
+	// ErrInvalidOptions is returned by New for an option out of range or
+	// options that contradict each other; the message names the field.
+	ErrInvalidOptions = errors.New("pinpool: invalid options")
+	// ErrInvalidFence is returned by Buffer.ReleaseAfter for a fence that
+	// cannot be called (nil), and wraps the error of a fence whose Done
+	// panicked (its buffer is retired, like after a fence error).
+	ErrInvalidFence = errors.New("pinpool: invalid fence")
+	// ErrGrow wraps a backend's failure to allocate when the pool grows:
+	// an error, a panic (with its value), or memory that is short or not
+	// page-aligned. The pool never retries in a loop; other sizes keep
+	// being served.
 	ErrGrow = errors.New("pinpool: backend allocation failed")
 )
 

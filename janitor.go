@@ -5,9 +5,11 @@ import (
 )
 
 // janitor is the pool's background goroutine: it polls fences of pending
-// buffers, frees idle memory beyond MaxIdle or unused for IdleTimeout, and,
-// after Close, lives until no fence is pending. All backend frees of the
-// policy happen here (or in Trim), never in Get or Release.
+// buffers, frees idle memory beyond MaxIdle or unused for IdleTimeout, and
+// drops stale cache entries. After Close it polls the fences still pending
+// for at most Options.CloseWait, then ends. All backend frees of the
+// policy happen here (or in Trim and Close), never in Get or Release of an
+// open pool.
 type janitor struct {
 	kickCh chan struct{}
 	stopCh chan struct{}
@@ -23,8 +25,9 @@ func (j *janitor) kick() {
 }
 
 const (
-	pollMin = 20 * time.Microsecond // first fence poll interval
-	pollMax = 2 * time.Millisecond  // poll interval after backing off
+	pollMin      = 20 * time.Microsecond  // first fence poll interval
+	pollMax      = 2 * time.Millisecond   // poll interval after backing off, while open
+	pollMaxClose = 100 * time.Millisecond // ... after Close
 )
 
 func (p *Pool) runJanitor() {
@@ -35,20 +38,17 @@ func (p *Pool) runJanitor() {
 		tick = time.Second
 	}
 	tick = min(max(tick, 10*time.Millisecond), time.Second)
-	idle := time.NewTimer(tick)
+	idle := time.NewTicker(tick)
 	defer idle.Stop()
 	poll := pollMin
 	pollT := time.NewTimer(time.Hour)
 	pollT.Stop()
 	defer pollT.Stop()
-	stopping := false
 	for {
 		var pollC <-chan time.Time
-		if n := p.pending.len(); n > 0 {
+		if p.core.pending.len() > 0 {
 			pollT.Reset(poll)
 			pollC = pollT.C
-		} else if stopping {
-			return
 		}
 		select {
 		case <-j.kickCh:
@@ -59,91 +59,98 @@ func (p *Pool) runJanitor() {
 			if p.pollPending(true) > 0 {
 				poll = min(poll*2, pollMax)
 			}
-		case <-idle.C:
+		case now := <-idle.C:
 			p.pollPending(true)
 			p.enforceMaxIdle()
-			p.ageIdle(time.Now())
-			idle.Reset(tick)
+			p.ageIdle(now)
+			for _, c := range p.classList() {
+				c.cache.clean()
+			}
 		case <-j.stopCh:
-			stopping = true
-			j.stopCh = nil
+			p.drainAfterClose()
+			return
 		}
 	}
 }
 
-// enforceMaxIdle frees idle buffers beyond Options.MaxIdle in every class.
+// drainAfterClose polls the fences still pending after Close, backing off
+// to pollMaxClose, until none is left or Options.CloseWait has passed;
+// completed buffers are freed as they come back. Buffers whose fence never
+// completes stay allocated (the device may still use them): Stats counts
+// them as pending, and a later Trim polls them again. One drain runs at a
+// time.
+func (p *Pool) drainAfterClose() {
+	if !p.draining.CompareAndSwap(false, true) {
+		return
+	}
+	var deadline time.Time
+	if p.opt.CloseWait >= 0 {
+		deadline = time.Now().Add(p.opt.CloseWait)
+	}
+	for {
+		poll := pollMin
+		for p.pollPending(true) > 0 {
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				p.draining.Store(false)
+				return
+			}
+			time.Sleep(poll)
+			poll = min(poll*2, pollMaxClose)
+		}
+		p.draining.Store(false)
+		// A fence added after the last poll but before the flag was
+		// cleared would be stranded: look again.
+		if p.core.pending.len() == 0 || !p.draining.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// enforceMaxIdle frees idle buffers beyond Options.MaxIdle in every class
+// (whole chunks; what Reserve asked to keep stays).
 func (p *Pool) enforceMaxIdle() {
-	if p.opt.MaxIdle < 0 || p.closed.Load() {
+	if p.opt.MaxIdle < 0 || p.core.isClosed() {
 		return
 	}
 	for _, c := range p.classList() {
 		keep := max(p.opt.MaxIdle, int(c.reserved.Load()))
 		if c.idleCount() > keep {
-			c.trim(-1, keep, nil)
+			c.trimClass(-1, keep, nil)
 		}
 	}
 }
 
-// ageIdle frees, per class, the idle buffers that were never needed during
-// the last IdleTimeout: the smallest number of idle buffers seen in that
-// window (the low watermark, tracked by Get) was not used at all.
+// ageIdle frees, per class, the chunks of which no buffer was handed out
+// during the last IdleTimeout (all idle, and their generations unchanged),
+// keeping what Reserve asked to keep.
 func (p *Pool) ageIdle(now time.Time) {
-	if p.opt.IdleTimeout < 0 || p.closed.Load() {
+	if p.opt.IdleTimeout < 0 || p.core.isClosed() {
 		return
 	}
+	t := now.UnixNano()
 	for _, c := range p.classList() {
-		c.mu.Lock()
-		low := c.low
-		c.low = len(c.free)
-		idle := len(c.free)
-		for i := range c.shards {
-			sh := &c.shards[i]
-			sh.mu.Lock()
-			low += sh.low
-			sh.low = len(sh.stack)
-			idle += len(sh.stack)
-			if sh.private.Load() != nil {
-				idle++
+		stale := false
+		for _, ch := range c.chunkList() {
+			var sum uint64
+			all := true
+			for i := range ch.slots {
+				w := ch.slots[i].state.Load()
+				sum += genOf(w)
+				if st := stateOf(w); st != stIdle && st != stRetired {
+					all = false
+				}
 			}
-			sh.mu.Unlock()
+			switch {
+			case !all || sum != ch.genSum || ch.unusedSince == 0:
+				ch.genSum, ch.unusedSince = sum, t
+			case t-ch.unusedSince >= int64(p.opt.IdleTimeout):
+				stale = true
+			}
 		}
-		c.mu.Unlock()
-		if c.windowStart == 0 {
-			c.windowStart, c.windowLow = now.UnixNano(), low
-			continue
+		if stale {
+			c.trimClass(-1, int(c.reserved.Load()), func(ch *chunk) bool {
+				return ch.unusedSince != 0 && t-ch.unusedSince >= int64(p.opt.IdleTimeout)
+			})
 		}
-		c.windowLow = min(c.windowLow, low)
-		if now.UnixNano()-c.windowStart < int64(p.opt.IdleTimeout) {
-			continue
-		}
-		if c.windowLow > 0 {
-			keep := max(idle-c.windowLow, int(c.reserved.Load()))
-			c.trim(int64(c.windowLow)*c.size, keep, nil)
-		}
-		c.windowStart, c.windowLow = now.UnixNano(), idle
 	}
-}
-
-// drainLate polls fences of buffers released with ReleaseAfter after Close,
-// when the janitor may have exited: one goroutine at a time polls until
-// nothing is pending.
-func (p *Pool) drainLate() {
-	if !p.lateDrain.CompareAndSwap(false, true) {
-		return
-	}
-	go func() {
-		for {
-			poll := pollMin
-			for p.pollPending(true) > 0 {
-				time.Sleep(poll)
-				poll = min(poll*2, pollMax)
-			}
-			p.lateDrain.Store(false)
-			// A buffer added after the last poll but before the flag was
-			// cleared would be stranded: look again.
-			if p.pending.len() == 0 || !p.lateDrain.CompareAndSwap(false, true) {
-				return
-			}
-		}
-	}()
 }

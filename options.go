@@ -13,8 +13,9 @@ type Options struct {
 
 	// Budget caps the bytes the pool holds: in use, idle and waiting on
 	// fences together. Get blocks while a request would exceed it (after
-	// trimming idle memory of other sizes), TryGet returns ErrBudget. Zero
-	// means no cap.
+	// trimming idle memory of other sizes), TryGet returns ErrBudget; a
+	// request larger than the whole Budget fails at once. Zero means no
+	// cap; otherwise at least 4096.
 	Budget int64
 
 	// MinAvailable is the system guard: the pool refuses to grow when that
@@ -31,31 +32,41 @@ type Options struct {
 	Exact bool
 
 	// GrowCount is how many buffers a large size class (above SlabMax)
-	// allocates at once when it runs out. Zero means 4, as the seed pool.
+	// allocates at once when it runs out. Zero means 4, as the seed pool;
+	// negative is invalid.
 	GrowCount int
 
 	// GrowBytes bounds one growth of a large class in bytes: it allocates
 	// min(GrowCount, GrowBytes/size) buffers, and at least one. Zero means
-	// 64 MiB.
+	// 64 MiB; negative is invalid.
 	GrowBytes int64
 
 	// SlabMax is the largest buffer carved from shared slabs: buffers up to
 	// this size come many to a slab, so that one backend allocation serves
-	// many buffers. Zero means 1 MiB; negative disables slabs.
+	// many buffers. Zero means 1 MiB; negative disables slabs; at most
+	// 512 MiB.
 	SlabMax int
 
-	// SlabSize is the size of one slab. Zero means 4 MiB (at least
-	// 4 buffers of the largest slab class).
+	// SlabSize is the size of one slab, a multiple of 4096 of at most
+	// 1 GiB that holds at least two buffers of SlabMax. Zero means 4 MiB,
+	// or 4*SlabMax if that is larger. Under a Budget smaller than a slab,
+	// slabs are cut to fit the budget.
 	SlabSize int
 
 	// MaxIdle caps the idle buffers kept per size class; the excess is
-	// freed in the background. Zero means 32, as the seed pool; negative
-	// means no cap.
+	// freed in the background (whole allocations; what Reserve asked to
+	// keep stays). Zero means 32, as the seed pool; negative means no cap.
 	MaxIdle int
 
-	// IdleTimeout frees idle memory that was not needed for this long.
-	// Zero means 30 seconds; negative disables it.
+	// IdleTimeout frees idle memory that was not needed for this long:
+	// allocations none of whose buffers was handed out meanwhile. Zero
+	// means 30 seconds; negative disables it; otherwise at least 1 ms.
 	IdleTimeout time.Duration
+
+	// CloseWait is how long after Close the pool keeps polling the fences
+	// of buffers released with ReleaseAfter that are still pending (see
+	// Close). Zero means one minute; negative means until they complete.
+	CloseWait time.Duration
 
 	// Debug poisons released memory (0xDB) and checks the poison when the
 	// buffer is handed out again: a write through a stale slice after
@@ -72,37 +83,11 @@ const (
 	DefaultSlabSize    = 4 << 20
 	DefaultMaxIdle     = 32
 	DefaultIdleTimeout = 30 * time.Second
+	DefaultCloseWait   = time.Minute
 	// DefaultMinAvailablePercent is the system guard's default floor, in
 	// percent of MemTotal.
 	DefaultMinAvailablePercent = 3
 )
-
-// withDefaults fills in zero fields.
-func (o Options) withDefaults() Options {
-	if o.GrowCount <= 0 {
-		o.GrowCount = DefaultGrowCount
-	}
-	if o.GrowBytes <= 0 {
-		o.GrowBytes = DefaultGrowBytes
-	}
-	if o.SlabMax == 0 {
-		o.SlabMax = DefaultSlabMax
-	}
-	if o.SlabSize <= 0 {
-		o.SlabSize = DefaultSlabSize
-	}
-	if o.SlabMax > 0 && o.SlabSize < 4*o.SlabMax {
-		o.SlabSize = 4 * o.SlabMax
-	}
-	o.SlabSize = int(pageRound(int64(o.SlabSize)))
-	if o.MaxIdle == 0 {
-		o.MaxIdle = DefaultMaxIdle
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = DefaultIdleTimeout
-	}
-	return o
-}
 
 // pageSize is the allocation unit and the minimum alignment of buffers.
 const pageSize = 4096

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/pinpool/pinpool/hostmem"
 	"github.com/pinpool/pinpool/internal/sizeclass"
 )
 
@@ -19,70 +17,84 @@ const MaxSize = sizeclass.Max
 
 // Pool hands out pinned buffers. Get and Release of a buffer size the pool
 // has already served cost tens of nanoseconds and call no driver: buffers
-// come from per-processor caches of idle memory. When a size runs out, the
-// pool grows through its Backend, in batches, within its budget. Idle memory
-// goes back to the system by policy (MaxIdle, IdleTimeout) or on Trim, in
-// the background. A Pool is safe for concurrent use.
+// come from per-processor caches of idle memory (procCache). When a size
+// runs out, the pool grows through its Backend, in batches, within its
+// budget. Idle memory goes back to the system by policy (MaxIdle,
+// IdleTimeout) or on Trim, in the background. A Pool is safe for
+// concurrent use.
 type Pool struct {
 	opt        Options
-	backend    Backend
+	core       *core
 	ownBackend io.Closer // the default backend this pool made, closed by Close
-	nshards    int
-	minAvail   int64 // system guard floor in bytes; 0: off
 
-	classMu sync.Mutex
+	classMu sync.Mutex                       // guards adding classes
 	dense   []atomic.Pointer[class]          // rounding mode, by size class index
 	exact   atomic.Pointer[map[int64]*class] // exact mode, by page-rounded size
 	all     atomic.Pointer[[]*class]
 
-	budget  budget
-	pending pendingList
-	pollMu  sync.Mutex
-	jan     janitor
-	closed  atomic.Bool
-	closeMu sync.Mutex
-	// lateDrain is set while a goroutine polls fences after Close.
-	lateDrain atomic.Bool
-
-	stats poolCounters
+	pollMu   sync.Mutex  // one fence poll at a time
+	jan      janitor     // the background goroutine
+	draining atomic.Bool // a goroutine polls fences after Close
+	closeMu  sync.Mutex  // one Close at a time
 }
 
-// New makes a pool. It allocates nothing until the first Get or Reserve.
+// New makes a pool. It checks every option (an error wrapping
+// ErrInvalidOptions names the field) and allocates nothing until the first
+// Get or Reserve.
 func New(opt Options) (*Pool, error) {
-	o := opt.withDefaults()
-	if o.Budget < 0 {
-		return nil, fmt.Errorf("pinpool: negative Budget %d", o.Budget)
+	o, memTotal, err := opt.validate()
+	if err != nil {
+		return nil, err
 	}
 	b := o.Backend
 	var own io.Closer
 	if b == nil {
-		var err error
 		if b, err = DefaultBackend(); err != nil {
 			return nil, err
 		}
 		own, _ = b.(io.Closer)
 	}
-	p := &Pool{opt: o, backend: b, ownBackend: own, nshards: runtime.GOMAXPROCS(0)}
-	p.budget.limit = o.Budget
-	if !o.Exact {
-		p.dense = make([]atomic.Pointer[class], sizeclass.Count())
+	p := &Pool{opt: o, ownBackend: own}
+	co := &core{
+		backend:     b,
+		backendName: backendNameOf(b),
+		debug:       o.Debug,
+		maxIdle:     o.MaxIdle,
+		memTotal:    memTotal,
+		closedCh:    make(chan struct{}),
+		kick:        p.kick,
 	}
+	co.budget.limit = o.Budget
 	switch {
 	case o.MinAvailable > 0:
-		p.minAvail = o.MinAvailable
-	case o.MinAvailable == 0:
-		if mi, err := hostmem.ReadMemInfo(); err == nil {
-			p.minAvail = int64(mi.Total / 100 * DefaultMinAvailablePercent)
-		}
+		co.minAvail = o.MinAvailable
+	case o.MinAvailable == 0 && memTotal > 0:
+		co.minAvail = memTotal / 100 * DefaultMinAvailablePercent
+	}
+	p.core = co
+	if !o.Exact {
+		p.dense = make([]atomic.Pointer[class], sizeclass.Count())
 	}
 	p.jan = janitor{kickCh: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
 	go p.runJanitor()
 	return p, nil
 }
 
+// kick wakes the janitor, or after Close a goroutine that polls the fences
+// still pending (the janitor may have ended).
+func (p *Pool) kick() {
+	if p.core.isClosed() {
+		if !p.draining.Load() {
+			go p.drainAfterClose()
+		}
+		return
+	}
+	p.jan.kick()
+}
+
 // classFor returns the class serving n bytes, creating it on first use.
 func (p *Pool) classFor(n int) (*class, error) {
-	if p.closed.Load() {
+	if p.core.isClosed() {
 		return nil, ErrClosed
 	}
 	if n <= 0 || int64(n) > MaxSize {
@@ -117,7 +129,7 @@ func (p *Pool) addClass(idx int, size int64) *class {
 	} else if m := p.exact.Load(); m != nil && (*m)[size] != nil {
 		return (*m)[size]
 	}
-	c := newClass(p, size)
+	c := newClass(p.core, &p.opt, size)
 	if idx >= 0 {
 		p.dense[idx].Store(c)
 	} else {
@@ -147,15 +159,18 @@ func (p *Pool) classList() []*class {
 }
 
 // Get returns a buffer of n bytes. It blocks while serving it would exceed
-// the budget (or the system guard), until a release makes room or ctx is
-// done; then it returns an error wrapping ErrBudget and ctx's error.
+// the budget (or the system guard), until a release makes room, ctx is
+// done (an error wrapping ErrBudget and ctx's error) or the pool is closed
+// (ErrClosed). A request that could never be served (its allocation is
+// larger than the whole Budget, or than the memory the system guard lets
+// the pool lock) fails at once with ErrBudget or ErrLowMemory.
 func (p *Pool) Get(ctx context.Context, n int) (Buffer, error) {
 	c, err := p.classFor(n)
 	if err != nil {
 		return Buffer{}, err
 	}
-	if s := c.pop(); s != nil {
-		return p.handOut(s, n), nil
+	if e := c.cache.get(); e.s != nil {
+		return p.handOut(e.s, e.gen, n), nil
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -170,201 +185,106 @@ func (p *Pool) TryGet(n int) (Buffer, error) {
 	if err != nil {
 		return Buffer{}, err
 	}
-	if s := c.pop(); s != nil {
-		return p.handOut(s, n), nil
+	if e := c.cache.get(); e.s != nil {
+		return p.handOut(e.s, e.gen, n), nil
 	}
 	return p.getSlow(nil, c, n, false)
 }
 
-func (p *Pool) handOut(s *slot, n int) Buffer {
-	if p.opt.Debug {
-		checkPoison(s, s.chunk.class.size)
+// handOut makes the handle of a claimed slot (in use, generation gen).
+func (p *Pool) handOut(s *slot, gen uint64, n int) Buffer {
+	if p.core.debug {
+		checkPoison(s, gen, s.chunk.class.size)
 	}
-	return Buffer{s: s, gen: s.gen.Load(), n: n}
+	return Buffer{s: s, gen: gen, n: n}
 }
 
-// getSlow serves a request the processor's shard could not: from the
-// central list, other shards, completed fences, growth, and finally by
-// waiting for room.
-func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (_ Buffer, err error) {
+// handOutSlot is handOut for a slot claimed by the slow path.
+func (p *Pool) handOutSlot(s *slot, n int) Buffer {
+	return p.handOut(s, genOf(s.state.Load()), n)
+}
+
+// lowMemoryRetry is how often a Get waiting on the system guard looks
+// again: memory that other processes free wakes no one.
+const lowMemoryRetry = 20 * time.Millisecond
+
+// getSlow serves a request the processor's private cache could not: from
+// the shared caches, completed fences and a scan of the chunks (hits);
+// then, counted once as a miss, by growing, and finally by waiting for
+// room.
+func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (Buffer, error) {
+	co := p.core
+	if s := c.findIdle(); s != nil {
+		return p.handOutSlot(s, n), nil
+	}
+	if c.pending.Load() > 0 && p.pollPending(false) >= 0 {
+		if s := c.findIdle(); s != nil {
+			return p.handOutSlot(s, n), nil
+		}
+	}
+	c.misses.Add(1)
+	if err := p.impossible(c); err != nil {
+		return Buffer{}, err
+	}
 	waiting := false
 	defer func() {
-		if err != nil {
-			c.failed.Add(1)
+		if waiting {
+			co.budget.waiters.Add(-1)
 		}
 	}()
+	var retry *time.Timer
 	defer func() {
-		if waiting {
-			p.budget.waiters.Add(-1)
+		if retry != nil {
+			retry.Stop()
 		}
 	}()
 	for {
 		var wake <-chan struct{}
-		if wait && waiting {
-			wake = p.budget.channel()
+		if waiting {
+			wake = co.budget.channel()
 		}
-		if s := c.reuse(); s != nil {
-			return p.handOut(s, n), nil
+		if co.isClosed() {
+			return Buffer{}, ErrClosed
 		}
-		if c.pending.Load() > 0 && p.pollPending(false) >= 0 {
-			if s := c.reuse(); s != nil {
-				return p.handOut(s, n), nil
-			}
-		}
-		s, grew, err := p.grow(c, true)
+		s, err := p.grow(c, true)
 		if err == nil {
-			if grew {
-				c.grewServed.Add(1)
-			}
-			return p.handOut(s, n), nil
+			return p.handOutSlot(s, n), nil
 		}
-		if !wait || !errors.Is(err, ErrBudget) || errors.Is(err, ErrClosed) {
+		if !wait || !errors.Is(err, ErrBudget) {
 			return Buffer{}, err
 		}
-		if !waiting { // register, then retry once before sleeping
+		if !waiting { // register, then look once more before sleeping
 			waiting = true
-			p.budget.waiters.Add(1)
-			p.stats.budgetWaits.Add(1)
+			co.budget.waiters.Add(1)
+			co.budgetWaits.Add(1)
 			continue
+		}
+		var retryC <-chan time.Time
+		if errors.Is(err, ErrLowMemory) {
+			if retry == nil {
+				retry = time.NewTimer(lowMemoryRetry)
+			} else {
+				retry.Reset(lowMemoryRetry)
+			}
+			retryC = retry.C
 		}
 		select {
 		case <-ctx.Done():
 			return Buffer{}, fmt.Errorf("%w: %w", err, ctx.Err())
-		case <-wake:
-		}
-		if p.closed.Load() {
+		case <-co.closedCh:
 			return Buffer{}, ErrClosed
+		case <-wake:
+		case <-retryC:
 		}
-	}
-}
-
-// grow allocates new memory for class c and returns one new buffer; the
-// rest of the batch goes to the central list. With reuse set it first
-// checks whether another goroutine's growth already made a buffer idle.
-func (p *Pool) grow(c *class, reuse bool) (s *slot, grew bool, err error) {
-	c.growMu.Lock()
-	defer c.growMu.Unlock()
-	if reuse {
-		if s := c.reuse(); s != nil {
-			return s, false, nil
-		}
-		c.misses.Add(1)
-		p.stats.misses.Add(1)
-	}
-	count := 1
-	if c.perChunk == 1 {
-		count = int(max(1, min(int64(p.opt.GrowCount), p.opt.GrowBytes/c.size)))
-	}
-	var first *slot
-	for i := 0; i < count; i++ {
-		if err := p.reserve(c, c.chunkBytes); err != nil {
-			if first != nil {
-				break
-			}
-			return nil, false, err
-		}
-		if p.closed.Load() {
-			p.budget.release(c.chunkBytes)
-			if first != nil {
-				c.pushCentral(first)
-				c.trim(-1, 0, nil)
-			}
-			return nil, false, ErrClosed
-		}
-		t0 := time.Now()
-		a, err := p.backend.Alloc(int(c.chunkBytes))
-		dt := time.Since(t0)
-		if err != nil {
-			p.budget.release(c.chunkBytes)
-			p.stats.failures.Add(1)
-			if first != nil {
-				break
-			}
-			return nil, false, fmt.Errorf("%w: %d bytes for buffers of %d bytes from %s: %w", ErrGrow, c.chunkBytes, c.size, p.backend.Name(), err)
-		}
-		if got := len(a.Bytes()); got < int(c.chunkBytes) {
-			a.Free()
-			p.budget.release(c.chunkBytes)
-			p.stats.failures.Add(1)
-			if first != nil {
-				break
-			}
-			return nil, false, fmt.Errorf("%w: backend %s returned %d bytes, asked %d", ErrGrow, p.backend.Name(), got, c.chunkBytes)
-		}
-		p.stats.recordGrow(c.chunkBytes, dt)
-		c.grows.Add(1)
-		ch := c.newChunk(a)
-		rest := ch.slots
-		if first == nil {
-			first, rest = &ch.slots[0], ch.slots[1:]
-		}
-		if len(rest) > 0 {
-			ptrs := make([]*slot, len(rest))
-			for j := range rest {
-				ptrs[j] = &rest[j]
-			}
-			c.pushCentral(ptrs...)
-		}
-	}
-	return first, true, nil
-}
-
-// reserve makes room for n more bytes: within the budget (trimming idle
-// memory of any class when needed) and above the system guard's floor.
-func (p *Pool) reserve(c *class, n int64) error {
-	if p.minAvail > 0 {
-		if mi, err := hostmem.ReadMemInfo(); err == nil && int64(mi.Available)-n < p.minAvail {
-			p.trimAll(n, c)
-			if mi, err := hostmem.ReadMemInfo(); err == nil && int64(mi.Available)-n < p.minAvail {
-				p.stats.lowMemory.Add(1)
-				return fmt.Errorf("%w: need %d bytes, MemAvailable %d, floor %d", ErrLowMemory, n, mi.Available, p.minAvail)
-			}
-		}
-	}
-	if p.budget.tryReserve(n) {
-		return nil
-	}
-	p.pollPending(false)
-	p.trimAll(n, c)
-	if p.budget.tryReserve(n) {
-		return nil
-	}
-	p.stats.budgetRefusals.Add(1)
-	return fmt.Errorf("%w: need %d bytes for %d-byte buffers, holding %d of %d", ErrBudget, n, c.size, p.budget.held.Load(), p.budget.limit)
-}
-
-// trimAll frees idle memory of every class but except until want bytes
-// are freed. (The class that grows is spared: its idle buffers, if any,
-// would have been used instead of growing, or were just made by Reserve.)
-func (p *Pool) trimAll(want int64, except *class) int64 {
-	var freed int64
-	for _, c := range p.classList() {
-		if freed >= want {
-			break
-		}
-		if c == except {
-			continue
-		}
-		f, _ := c.trim(want-freed, 0, nil)
-		freed += f
-	}
-	return freed
-}
-
-// afterRelease runs after a buffer went back to its class: it wakes Get
-// calls waiting for room, and after Close frees what is now unused.
-func (p *Pool) afterRelease(c *class) {
-	p.budget.broadcast()
-	if p.closed.Load() {
-		c.trim(-1, 0, nil)
 	}
 }
 
 // Reserve pre-warms the pool: afterwards at least count buffers for n-byte
-// requests are idle, so the next count Gets of n bytes do not grow, and the
-// background policy (MaxIdle, IdleTimeout) keeps that many idle buffers of
-// the size from then on; only Trim frees them. It fails with ErrBudget when
-// the budget does not allow it.
+// requests are idle, so the next count Gets of n bytes do not grow. From
+// then on the pool keeps that many idle buffers of the size: neither the
+// background policy (MaxIdle, IdleTimeout) nor the budget's trimming for
+// other sizes frees them; only Trim and Close do. It fails with ErrBudget
+// when the budget does not allow it.
 func (p *Pool) Reserve(n, count int) error {
 	c, err := p.classFor(n)
 	if err != nil {
@@ -379,26 +299,33 @@ func (p *Pool) Reserve(n, count int) error {
 			break
 		}
 	}
-	for c.idleCount() < count {
-		s, _, err := p.grow(c, false)
-		if err != nil {
+	if count > 0 {
+		if err := p.impossible(c); err != nil {
 			return err
 		}
-		c.pushCentral(s)
+	}
+	for c.idleCount() < count {
+		if p.core.isClosed() {
+			return ErrClosed
+		}
+		if _, err := p.grow(c, false); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 // Trim gives every idle buffer's memory back to the backend now (whole
-// chunks: a slab is freed when all of its buffers are idle), including what
-// Reserve kept, and returns the bytes freed. Buffers in use or waiting on a
-// fence are not touched.
+// allocations: a slab is freed when all of its buffers are idle),
+// including what Reserve kept, and returns the bytes freed. Buffers in use
+// or waiting on a fence are not touched; fences are polled first, also
+// after Close (see Close).
 func (p *Pool) Trim() int64 {
 	p.pollPending(true)
 	var freed int64
 	for _, c := range p.classList() {
 		c.reserved.Store(0)
-		f, _ := c.trim(-1, 0, nil)
+		f, _ := c.trimClass(-1, 0, nil)
 		freed += f
 	}
 	return freed
@@ -407,34 +334,47 @@ func (p *Pool) Trim() int64 {
 // Release gives back a buffer, like b.Release, after checking that b
 // belongs to this pool (ErrForeign otherwise).
 func (p *Pool) Release(b Buffer) error {
-	if b.s != nil && b.s.chunk.class.pool != p {
+	if b.s != nil && b.s.chunk.class.core != p.core {
 		return ErrForeign
 	}
 	return b.Release()
 }
 
 // Owns reports whether b was handed out by this pool (live or not).
-func (p *Pool) Owns(b Buffer) bool { return b.s != nil && b.s.chunk.class.pool == p }
+func (p *Pool) Owns(b Buffer) bool { return b.s != nil && b.s.chunk.class.core == p.core }
 
-// Close frees every idle buffer and stops the pool's background goroutine
-// once no fence is pending. Buffers still handed out, or waiting on a
-// fence, are freed when they come back; after that the backend holds
-// nothing from this pool. Get, TryGet and Reserve return ErrClosed from
-// now on; releases keep working. A second Close returns ErrClosed.
+// Close frees every idle buffer, wakes every Get waiting for room (they
+// return ErrClosed), and stops the pool's background goroutine. Get,
+// TryGet and Reserve return ErrClosed from now on; releases keep working.
+// A second Close returns ErrClosed.
+//
+// Buffers still handed out are freed when they are released. Buffers
+// waiting on a fence are freed when it completes: the pool keeps polling
+// those fences in the background, backing off to every 100 ms, for
+// Options.CloseWait (one minute by default). A buffer whose fence has not
+// completed by then stays allocated, since the device may still use it;
+// Stats counts it as pending and a later Trim polls it again. Once
+// everything has come back, the backend holds nothing from this pool.
 func (p *Pool) Close() error {
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
-	if p.closed.Swap(true) {
+	co := p.core
+	co.mu.Lock()
+	if co.closed {
+		co.mu.Unlock()
 		return ErrClosed
 	}
+	co.closed = true
+	co.closedFlag.Store(true)
+	close(co.closedCh)
+	co.mu.Unlock()
 	close(p.jan.stopCh)
-	p.budget.broadcast()
 	p.pollPending(true)
 	var errs []error
 	for _, c := range p.classList() {
 		c.growMu.Lock() // wait for growth in flight
 		c.growMu.Unlock()
-		if _, err := c.trim(-1, 0, nil); err != nil {
+		if _, err := c.trimClass(-1, 0, nil); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -449,7 +389,7 @@ func (p *Pool) Close() error {
 }
 
 // Backend is the pool's backend.
-func (p *Pool) Backend() Backend { return p.backend }
+func (p *Pool) Backend() Backend { return p.core.backend }
 
 // String describes the pool in one line.
 func (p *Pool) String() string {

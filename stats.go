@@ -1,36 +1,19 @@
 package pinpool
 
 import (
-	"sort"
-	"sync/atomic"
+	"cmp"
+	"slices"
 	"time"
 )
 
-// poolCounters are the pool-wide counters of the slow paths (atomics; the
-// fast path counts in its shard instead).
-type poolCounters struct {
-	misses, grows, failures, trims atomic.Uint64
-	fenceReleases, fenceErrors     atomic.Uint64
-	budgetWaits, budgetRefusals    atomic.Uint64
-	lowMemory                      atomic.Uint64
-	bytesGrown, bytesTrimmed       atomic.Int64
-	growNanos, maxGrowNanos        atomic.Int64
-}
-
-func (c *poolCounters) recordGrow(bytes int64, d time.Duration) {
-	c.grows.Add(1)
-	c.bytesGrown.Add(bytes)
-	c.growNanos.Add(int64(d))
-	for {
-		m := c.maxGrowNanos.Load()
-		if int64(d) <= m || c.maxGrowNanos.CompareAndSwap(m, int64(d)) {
-			return
-		}
-	}
-}
-
 // Stats is a snapshot of a pool's state and counters. Byte figures count
 // buffer capacities (size classes), not the lengths asked of Get.
+//
+// Every snapshot is consistent: BytesHeld == BytesInUse + BytesIdle +
+// BytesPending + BytesRetired == BytesGrown - BytesTrimmed, BytesHeld <=
+// Budget when there is one, PeakHeld is between BytesHeld and BytesGrown,
+// and Gets == Hits + Misses, pool-wide and per class. Counters never go
+// back: each counts events, once per event.
 type Stats struct {
 	Backend string // the backend's Name
 
@@ -38,13 +21,13 @@ type Stats struct {
 	BytesInUse   int64 // handed out and not released
 	BytesIdle    int64 // ready to hand out
 	BytesPending int64 // released with a fence that has not completed
-	BytesRetired int64 // retired after a fence error, freed with the rest of their chunk
+	BytesRetired int64 // retired after a fence error, freed with the rest of their allocation
 	PeakHeld     int64 // highest BytesHeld so far
 	Budget       int64 // Options.Budget; 0: none
 
 	Gets   uint64 // Get and TryGet calls for a valid size on an open pool
-	Hits   uint64 // ... served from idle memory without growing
-	Misses uint64 // ... that had to grow the pool (served or not)
+	Hits   uint64 // ... served at once from idle memory
+	Misses uint64 // ... that found no idle buffer and had to grow or wait (served or not)
 
 	Grows       uint64        // backend allocations
 	BytesGrown  int64         // bytes allocated by them
@@ -55,8 +38,10 @@ type Stats struct {
 	BytesTrimmed int64
 
 	ReleasedAfterFence uint64 // buffers returned after their fence completed
-	FenceErrors        uint64 // buffers retired because their fence failed
-	Failures           uint64 // failed backend allocations
+	FenceErrors        uint64 // buffers retired because their fence failed or panicked
+	Failures           uint64 // failed backend allocations (errors, panics, bad memory)
+	FreeFailures       uint64 // backend frees that failed or panicked (the memory is lost to the pool either way)
+	BackendPanics      uint64 // panics of the backend, contained (also counted in Failures or FreeFailures)
 	BudgetWaits        uint64 // Get calls that had to wait for room
 	BudgetRefusals     uint64 // growths refused by the budget
 	LowMemoryRefusals  uint64 // growths refused by the system guard
@@ -71,7 +56,8 @@ type ClassStats struct {
 	InUse       int64
 	Idle        int64
 	Pending     int64
-	BytesHeld   int64
+	Retired     int64 // buffers retired after a fence error, not yet freed
+	BytesHeld   int64 // bytes of the class's allocations, retired buffers included
 	Gets, Hits  uint64
 	Misses      uint64
 	Grows       uint64
@@ -79,67 +65,70 @@ type ClassStats struct {
 	AllocBytes  int64 // bytes per backend allocation
 }
 
-// Stats returns a snapshot. It locks each size class briefly and walks its
-// buffers: Get and Release count nothing themselves (hits are derived from
-// the buffers' release generations), so reading stats costs the hot path
-// nothing.
+// Stats returns a snapshot. It holds the pool's accounting lock while it
+// reads every buffer's state word: growth and trimming wait for it, Get
+// and Release do not (they count nothing: hits are derived from the
+// buffers' generations, so reading stats costs the hot path nothing).
 func (p *Pool) Stats() Stats {
+	co := p.core
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	a := co.acct
 	st := Stats{
-		Backend:            p.backend.Name(),
-		PeakHeld:           p.budget.peak.Load(),
-		Budget:             p.budget.limit,
-		Misses:             p.stats.misses.Load(),
-		Grows:              p.stats.grows.Load(),
-		BytesGrown:         p.stats.bytesGrown.Load(),
-		GrowTime:           time.Duration(p.stats.growNanos.Load()),
-		MaxGrowTime:        time.Duration(p.stats.maxGrowNanos.Load()),
-		Trims:              p.stats.trims.Load(),
-		BytesTrimmed:       p.stats.bytesTrimmed.Load(),
-		ReleasedAfterFence: p.stats.fenceReleases.Load(),
-		FenceErrors:        p.stats.fenceErrors.Load(),
-		Failures:           p.stats.failures.Load(),
-		BudgetWaits:        p.stats.budgetWaits.Load(),
-		BudgetRefusals:     p.stats.budgetRefusals.Load(),
-		LowMemoryRefusals:  p.stats.lowMemory.Load(),
+		Backend:      co.backendName,
+		BytesHeld:    co.held,
+		PeakHeld:     co.peak,
+		Budget:       co.budget.limit,
+		Grows:        a.grows,
+		BytesGrown:   a.bytesGrown,
+		GrowTime:     time.Duration(a.growNanos),
+		MaxGrowTime:  time.Duration(a.maxGrowNanos),
+		Trims:        a.trims,
+		BytesTrimmed: a.bytesTrimmed,
 	}
 	for _, c := range p.classList() {
-		cs := ClassStats{Size: c.size, PerAlloc: c.perChunk, AllocBytes: c.chunkBytes, Misses: c.misses.Load(), Grows: c.grows.Load()}
-		c.mu.Lock()
-		idle := int64(len(c.free))
-		for i := range c.shards {
-			sh := &c.shards[i]
-			sh.mu.Lock()
-			idle += int64(len(sh.stack))
-			if sh.private.Load() != nil {
-				idle++
-			}
-			sh.mu.Unlock()
-		}
-		cs.BuffersHeld = c.slots
-		held := c.held
-		released := c.pastGens // every release moved a generation by one
-		for ch := range c.chunks {
+		cs := ClassStats{Size: c.size, PerAlloc: c.perChunk, AllocBytes: c.chunkBytes, Grows: c.grows}
+		handed := c.pastServed // hand-outs, over all slots ever
+		for _, ch := range c.chunkList() {
+			cs.BytesHeld += ch.bytes
 			for i := range ch.slots {
-				released += int64(ch.slots[i].gen.Load())
+				w := ch.slots[i].state.Load()
+				handed += served(w)
+				switch stateOf(w) {
+				case stInUse:
+					cs.InUse++
+				case stPending:
+					cs.Pending++
+				case stRetired:
+					cs.Retired++
+				default: // idle, busy (being poisoned after a release)
+					cs.Idle++
+				}
 			}
 		}
-		c.mu.Unlock()
-		cs.Idle = idle
-		cs.Pending = c.pending.Load()
-		cs.InUse = max(0, cs.BuffersHeld-cs.Idle-cs.Pending)
-		served := uint64(released + cs.InUse) // handed out: released since, or still out
-		cs.Hits = served - min(served, c.grewServed.Load())
-		cs.Gets = served + c.failed.Load()
-		cs.BytesHeld = cs.BuffersHeld * c.size
-		st.BytesHeld += held
-		st.BytesRetired += held - cs.BytesHeld
-		st.Gets += cs.Gets
-		st.Hits += cs.Hits
+		// A Get served after a miss moved its slot and missServed
+		// together under core.mu: the rest of the hand-outs are hits.
+		cs.Misses = c.misses.Load()
+		cs.Hits = handed - c.missServed
+		cs.Gets = cs.Hits + cs.Misses
+		cs.BuffersHeld = cs.InUse + cs.Idle + cs.Pending
+		st.BytesInUse += cs.InUse * c.size
 		st.BytesIdle += cs.Idle * c.size
 		st.BytesPending += cs.Pending * c.size
-		st.BytesInUse += cs.InUse * c.size
+		st.BytesRetired += cs.Retired * c.size
+		st.Gets += cs.Gets
+		st.Hits += cs.Hits
+		st.Misses += cs.Misses
 		st.Classes = append(st.Classes, cs)
 	}
-	sort.Slice(st.Classes, func(i, j int) bool { return st.Classes[i].Size < st.Classes[j].Size })
+	st.ReleasedAfterFence = co.fenceReleases.Load()
+	st.FenceErrors = co.fenceErrors.Load()
+	st.Failures = co.failures.Load()
+	st.FreeFailures = co.freeFailures.Load()
+	st.BackendPanics = co.backendPanics.Load()
+	st.BudgetWaits = co.budgetWaits.Load()
+	st.BudgetRefusals = co.budgetRefusals.Load()
+	st.LowMemoryRefusals = co.lowMemory.Load()
+	slices.SortFunc(st.Classes, func(a, b ClassStats) int { return cmp.Compare(a.Size, b.Size) })
 	return st
 }

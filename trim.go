@@ -1,115 +1,123 @@
 package pinpool
 
-import "errors"
+import (
+	"errors"
+	"slices"
+)
 
-// trim frees chunks of the class whose buffers are all idle (or retired),
-// while more than keepIdle idle buffers would remain and until at least
-// want bytes are freed (want < 0: no byte target); only != nil limits it to
-// that chunk. It collects under the class's locks and frees after releasing
-// them, so Get and Release never wait for a backend Free. It returns the
-// bytes freed and the Free errors.
-func (c *class) trim(want int64, keepIdle int, only *chunk) (int64, error) {
-	c.mu.Lock()
-	for i := range c.shards {
-		c.shards[i].mu.Lock()
-	}
-	// Private slots join the central list for the count (and stay there).
-	for i := range c.shards {
-		if s := c.shards[i].private.Swap(nil); s != nil {
-			c.free = append(c.free, s)
-		}
-	}
-	idle := map[*chunk]int{}
-	total := len(c.free)
-	for _, s := range c.free {
-		idle[s.chunk]++
-	}
-	for i := range c.shards {
-		for _, s := range c.shards[i].stack {
-			idle[s.chunk]++
-		}
-		total += len(c.shards[i].stack)
-	}
+// Freeing memory: a chunk goes back to the backend when every one of its
+// buffers is idle (or retired after a failed fence). Candidates are
+// claimed and unlinked under core.mu, and freed after it is released, so
+// that Get and Release never wait for a backend's Free (which may
+// synchronize the device).
+
+// trimClass frees chunks of the class whose buffers are all idle or
+// retired, while more than keepIdle idle buffers would remain and until at
+// least want bytes are freed (want < 0: no byte target); pick, when not
+// nil, chooses among the candidates. It returns the bytes freed and the
+// backend's errors.
+func (c *class) trimClass(want int64, keepIdle int, pick func(*chunk) bool) (int64, error) {
+	co := c.core
+	co.mu.Lock()
+	idle := c.idleCount()
 	var victims []*chunk
 	var bytes int64
-	for ch, n := range idle {
+	for _, ch := range c.chunkList() {
 		if want >= 0 && bytes >= want {
 			break
 		}
-		if (only != nil && ch != only) || n+ch.retired != len(ch.slots) || total-n < keepIdle {
+		if pick != nil && !pick(ch) {
+			continue
+		}
+		n := idleIn(ch)
+		if idle-n < keepIdle || !ch.claimForFree() {
 			continue
 		}
 		victims = append(victims, ch)
 		bytes += ch.bytes
-		total -= n
+		idle -= n
 	}
-	// chunks with every slot retired have no idle slot to be found by.
-	for ch := range c.chunks {
-		if ch.retired == len(ch.slots) && !ch.freed && (only == nil || ch == only) {
-			victims = append(victims, ch)
-			bytes += ch.bytes
-		}
-	}
-	if len(victims) > 0 {
-		dead := map[*chunk]bool{}
-		for _, ch := range victims {
-			dead[ch] = true
-			ch.freed = true
-			delete(c.chunks, ch)
-			c.held -= ch.bytes
-			for i := range ch.slots {
-				c.pastGens += int64(ch.slots[i].gen.Load())
-			}
-			c.slots -= int64(len(ch.slots) - ch.retired)
-		}
-		c.free = dropDead(c.free, dead)
-		for i := range c.shards {
-			sh := &c.shards[i]
-			sh.stack = dropDead(sh.stack, dead)
-			sh.low = min(sh.low, len(sh.stack))
-		}
-		c.low = min(c.low, len(c.free))
-	}
-	for i := range c.shards {
-		c.shards[i].mu.Unlock()
-	}
-	c.mu.Unlock()
+	c.unlink(victims)
+	co.mu.Unlock()
+	return bytes, c.freeVictims(victims)
+}
 
+// freeChunk frees one chunk if every buffer of it is idle or retired.
+func (c *class) freeChunk(ch *chunk) {
+	co := c.core
+	co.mu.Lock()
+	if ch.freed || !ch.claimForFree() {
+		co.mu.Unlock()
+		return
+	}
+	c.unlink([]*chunk{ch})
+	co.mu.Unlock()
+	c.freeVictims([]*chunk{ch})
+}
+
+// unlink takes claimed chunks out of the class's set and the accounts.
+// The caller holds core.mu.
+func (c *class) unlink(victims []*chunk) {
+	if len(victims) == 0 {
+		return
+	}
+	co := c.core
+	for _, ch := range victims {
+		ch.freed = true
+		c.pastServed += ch.servedSum()
+		co.held -= ch.bytes
+		co.acct.trims++
+		co.acct.bytesTrimmed += ch.bytes
+	}
+	c.setChunks(slices.DeleteFunc(slices.Clone(c.chunkList()), func(ch *chunk) bool { return ch.freed }))
+}
+
+// freeVictims gives unlinked chunks back to the backend and their bytes
+// back to the budget, whatever the backend does (a failed or panicking
+// Free is counted and returned; the pool does not hold that memory any
+// more either way).
+func (c *class) freeVictims(victims []*chunk) error {
+	if len(victims) == 0 {
+		return nil
+	}
+	c.cache.clean()
+	co := c.core
 	var errs []error
 	for _, ch := range victims {
-		if err := ch.alloc.Free(); err != nil {
+		if err := co.backendFree(ch.alloc); err != nil {
 			errs = append(errs, err)
 		}
-		c.pool.budget.release(ch.bytes)
+		co.budget.release(ch.bytes)
 	}
-	if len(victims) > 0 {
-		c.pool.stats.trims.Add(uint64(len(victims)))
-		c.pool.stats.bytesTrimmed.Add(bytes)
-		c.pool.budget.broadcast()
-	}
-	return bytes, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
-// dropDead removes slots of dead chunks in place.
-func dropDead(ss []*slot, dead map[*chunk]bool) []*slot {
-	out := ss[:0]
-	for _, s := range ss {
-		if !dead[s.chunk] {
-			out = append(out, s)
+// idleIn counts the idle buffers of one chunk.
+func idleIn(ch *chunk) int {
+	n := 0
+	for i := range ch.slots {
+		if st := stateOf(ch.slots[i].state.Load()); st == stIdle || st == stBusy {
+			n++
 		}
 	}
-	clear(ss[len(out):])
-	return out
+	return n
 }
 
-// retire takes a slot out of use for good after its fence failed: the
-// device may still touch it. Its chunk is freed once every other slot of it
-// is idle or retired.
-func (c *class) retire(s *slot) {
-	c.mu.Lock()
-	s.chunk.retired++
-	c.slots--
-	c.mu.Unlock()
-	c.pool.stats.fenceErrors.Add(1)
-	c.trim(-1, 0, s.chunk)
+// trimOthers frees idle memory of every class but except, until want
+// bytes are freed, sparing what Reserve asked each class to keep. (The
+// class that grows is spared: its idle buffers would have been used
+// instead of growing.)
+func (p *Pool) trimOthers(want int64, except *class) int64 {
+	var freed int64
+	for _, c := range p.classList() {
+		if freed >= want {
+			break
+		}
+		if c == except {
+			continue
+		}
+		f, _ := c.trimClass(want-freed, int(c.reserved.Load()), nil)
+		freed += f
+	}
+	return freed
 }

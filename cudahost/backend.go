@@ -41,7 +41,7 @@ type Backend struct {
 //   - no CUDA driver or device: an error wrapping cuda.ErrNoDriver or
 //     cuda.ErrNoDevice (cuda.IsNoDriver reports true), the condition under
 //     which callers fall back to host memory;
-//   - options that contradict each other: ErrInvalidOption (checked before
+//   - options that contradict each other: ErrInvalidOptions (checked before
 //     the driver is touched);
 //   - options the device cannot honour: ErrUnsupported or ErrCannotMap.
 func New(opt Options) (*Backend, error) {

@@ -11,12 +11,12 @@ var (
 	// multiple of 4096.
 	ErrInvalidSize = errors.New("cudahost: size must be a positive multiple of 4096")
 
-	// ErrInvalidOption is returned by New for options that contradict each
+	// ErrInvalidOptions is returned by New for options that contradict each
 	// other or are out of range, whatever the device: WriteCombined with the
 	// Register method, ReadOnly, HugePages or BindNUMA with the HostAlloc
 	// method, an unknown Method, a negative Device or NUMANode, a
 	// RegisterChunk that is negative or not a multiple of 4096.
-	ErrInvalidOption = errors.New("cudahost: invalid options")
+	ErrInvalidOptions = errors.New("cudahost: invalid options")
 
 	// ErrUnsupported is returned by New when the device cannot do what the
 	// options ask: the Register method without host-register support

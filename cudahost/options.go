@@ -41,7 +41,7 @@ type Options struct {
 	// WriteCombined allocates write-combined memory: fast for the CPU to
 	// write and the GPU to read over PCIe, very slow for the CPU to read.
 	// HostAlloc method only (Register has no such flag); with Register New
-	// fails with ErrInvalidOption. On the reference H200 host it gives no
+	// fails with ErrInvalidOptions. On the reference H200 host it gives no
 	// transfer gain.
 	WriteCombined bool
 
@@ -92,19 +92,19 @@ func (opt Options) registerOnly() bool { return opt.ReadOnly || opt.HugePages ||
 func checkOptions(opt Options) error {
 	switch {
 	case opt.Method != Auto && opt.Method != HostAlloc && opt.Method != Register:
-		return fmt.Errorf("%w: unknown method %v", ErrInvalidOption, opt.Method)
+		return fmt.Errorf("%w: unknown method %v", ErrInvalidOptions, opt.Method)
 	case opt.Device < 0:
-		return fmt.Errorf("%w: negative device ordinal %d", ErrInvalidOption, opt.Device)
+		return fmt.Errorf("%w: negative device ordinal %d", ErrInvalidOptions, opt.Device)
 	case opt.BindNUMA && opt.NUMANode < 0:
-		return fmt.Errorf("%w: negative NUMA node %d", ErrInvalidOption, opt.NUMANode)
+		return fmt.Errorf("%w: negative NUMA node %d", ErrInvalidOptions, opt.NUMANode)
 	case opt.RegisterChunk < 0 || opt.RegisterChunk%pageUnit != 0:
-		return fmt.Errorf("%w: RegisterChunk %d is not a positive multiple of %d", ErrInvalidOption, opt.RegisterChunk, pageUnit)
+		return fmt.Errorf("%w: RegisterChunk %d is not a positive multiple of %d", ErrInvalidOptions, opt.RegisterChunk, pageUnit)
 	case opt.WriteCombined && opt.Method == Register:
-		return fmt.Errorf("%w: WriteCombined needs the hostalloc method (cuMemHostRegister has no write-combined flag)", ErrInvalidOption)
+		return fmt.Errorf("%w: WriteCombined needs the hostalloc method (cuMemHostRegister has no write-combined flag)", ErrInvalidOptions)
 	case opt.registerOnly() && opt.Method == HostAlloc:
-		return fmt.Errorf("%w: %s need the register method", ErrInvalidOption, registerOnlyNames(opt))
+		return fmt.Errorf("%w: %s need the register method", ErrInvalidOptions, registerOnlyNames(opt))
 	case opt.WriteCombined && opt.registerOnly():
-		return fmt.Errorf("%w: WriteCombined (hostalloc only) cannot be combined with %s (register only)", ErrInvalidOption, registerOnlyNames(opt))
+		return fmt.Errorf("%w: WriteCombined (hostalloc only) cannot be combined with %s (register only)", ErrInvalidOptions, registerOnlyNames(opt))
 	}
 	return nil
 }

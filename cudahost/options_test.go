@@ -69,17 +69,17 @@ func TestValidate(t *testing.T) {
 		{"old mapped", Options{Mapped: true}, propsOld, 0, ErrCannotMap, "CanMapHostMemory"},
 
 		// Contradictions, whatever the device.
-		{"register wc", Options{Method: Register, WriteCombined: true}, propsH200, 0, ErrInvalidOption, "WriteCombined"},
-		{"hostalloc read-only", Options{Method: HostAlloc, ReadOnly: true}, propsH200, 0, ErrInvalidOption, "ReadOnly"},
-		{"hostalloc huge", Options{Method: HostAlloc, HugePages: true}, propsH200, 0, ErrInvalidOption, "HugePages"},
-		{"hostalloc numa", Options{Method: HostAlloc, BindNUMA: true}, propsH200, 0, ErrInvalidOption, "BindNUMA"},
-		{"auto wc huge", Options{WriteCombined: true, HugePages: true}, propsH200, 0, ErrInvalidOption, "cannot be combined"},
-		{"unknown method", Options{Method: 7}, propsH200, 0, ErrInvalidOption, "Method(7)"},
-		{"negative device", Options{Device: -1}, propsH200, 0, ErrInvalidOption, "device"},
-		{"negative node", Options{BindNUMA: true, NUMANode: -1}, propsH200, 0, ErrInvalidOption, "NUMA"},
+		{"register wc", Options{Method: Register, WriteCombined: true}, propsH200, 0, ErrInvalidOptions, "WriteCombined"},
+		{"hostalloc read-only", Options{Method: HostAlloc, ReadOnly: true}, propsH200, 0, ErrInvalidOptions, "ReadOnly"},
+		{"hostalloc huge", Options{Method: HostAlloc, HugePages: true}, propsH200, 0, ErrInvalidOptions, "HugePages"},
+		{"hostalloc numa", Options{Method: HostAlloc, BindNUMA: true}, propsH200, 0, ErrInvalidOptions, "BindNUMA"},
+		{"auto wc huge", Options{WriteCombined: true, HugePages: true}, propsH200, 0, ErrInvalidOptions, "cannot be combined"},
+		{"unknown method", Options{Method: 7}, propsH200, 0, ErrInvalidOptions, "Method(7)"},
+		{"negative device", Options{Device: -1}, propsH200, 0, ErrInvalidOptions, "device"},
+		{"negative node", Options{BindNUMA: true, NUMANode: -1}, propsH200, 0, ErrInvalidOptions, "NUMA"},
 		{"negative node unbound", Options{NUMANode: -1}, propsH200, Register, nil, ""},
-		{"negative chunk", Options{RegisterChunk: -4096}, propsH200, 0, ErrInvalidOption, "RegisterChunk"},
-		{"odd chunk", Options{RegisterChunk: 5000}, propsH200, 0, ErrInvalidOption, "RegisterChunk"},
+		{"negative chunk", Options{RegisterChunk: -4096}, propsH200, 0, ErrInvalidOptions, "RegisterChunk"},
+		{"odd chunk", Options{RegisterChunk: 5000}, propsH200, 0, ErrInvalidOptions, "RegisterChunk"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,8 +171,8 @@ func TestNewInvalidOptions(t *testing.T) {
 		{Device: -2},
 		{RegisterChunk: 100},
 	} {
-		if b, err := New(opt); !errors.Is(err, ErrInvalidOption) || b != nil {
-			t.Errorf("New(%+v) = %v, %v; want ErrInvalidOption", opt, b, err)
+		if b, err := New(opt); !errors.Is(err, ErrInvalidOptions) || b != nil {
+			t.Errorf("New(%+v) = %v, %v; want ErrInvalidOptions", opt, b, err)
 		}
 	}
 }

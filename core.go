@@ -1,0 +1,82 @@
+package pinpool
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// core is the state the size classes share with their pool: the
+// accounting lock and what it guards, the budget, the backend, the
+// switches read on the hot path, and the way to wake the janitor. A class
+// sees this and nothing else of the Pool.
+//
+// Lock order, from outer to inner (a lock is never taken while one to its
+// right is held):
+//
+//	class.growMu → core.mu → procCache's stack and central mutexes (leaves)
+//	pollMu (fence polling) → core.mu
+//	budget.mu and pendingList.mu are leaves.
+type core struct {
+	backend     Backend
+	backendName string
+	debug       bool
+	maxIdle     int
+	memTotal    int64 // MemTotal, 0 when unknown
+	minAvail    int64 // system guard floor in bytes; 0: off
+
+	closedFlag atomic.Bool   // Close began; read on the hot path
+	closedCh   chan struct{} // closed by Close: wakes every waiting Get
+
+	budget  budget
+	pending pendingList
+	kick    func() // wakes the janitor; never blocks
+
+	// mu guards the chunk sets of all classes and the counters below, so
+	// that Stats reads them as one snapshot.
+	mu     sync.Mutex
+	closed bool
+	held   int64 // bytes of live chunks
+	peak   int64 // highest held
+	acct   accounts
+
+	// Counters of events outside the accounting lock (each counted once).
+	budgetWaits, budgetRefusals, lowMemory atomic.Uint64
+	fenceReleases, fenceErrors             atomic.Uint64
+	failures, freeFailures, backendPanics  atomic.Uint64
+}
+
+// accounts are the counters that change with the chunk sets (under
+// core.mu).
+type accounts struct {
+	grows, trims             uint64
+	bytesGrown, bytesTrimmed int64
+	growNanos, maxGrowNanos  int64
+}
+
+// isClosed reports whether Close began.
+func (co *core) isClosed() bool { return co.closedFlag.Load() }
+
+// addChunk makes a grown chunk live, unless the pool closed meanwhile
+// (then it returns false and the caller frees it). missServed says whether
+// the chunk's first slot serves a Get that missed. The caller holds no lock.
+func (co *core) addChunk(c *class, ch *chunk, took time.Duration, missServed bool) bool {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if co.closed {
+		return false
+	}
+	c.setChunks(append(c.chunkList(), ch))
+	c.grows++
+	if missServed {
+		c.missServed++
+	}
+	co.held += ch.bytes
+	co.peak = max(co.peak, co.held)
+	a := &co.acct
+	a.grows++
+	a.bytesGrown += ch.bytes
+	a.growNanos += int64(took)
+	a.maxGrowNanos = max(a.maxGrowNanos, int64(took))
+	return true
+}
