@@ -11,8 +11,9 @@ import (
 type class struct {
 	core       *core
 	size       int64 // capacity of each buffer
-	perChunk   int   // buffers per backend allocation
-	chunkBytes int64
+	perChunk   int   // buffers per slab; 1 for a large class (its smallest allocation)
+	chunkBytes int64 // the smallest allocation: size * perChunk
+	batch      int   // buffers per allocation when a Get grows the class
 	cache      procCache
 
 	growMu sync.Mutex // one growth at a time per class
@@ -41,6 +42,10 @@ func newClass(co *core, o *Options, size int64) *class {
 		c.perChunk = max(c.perChunk, 1)
 	}
 	c.chunkBytes = size * int64(c.perChunk)
+	c.batch = c.perChunk
+	if c.perChunk == 1 {
+		c.batch = int(max(1, min(int64(o.GrowCount), o.GrowBytes/size)))
+	}
 	c.cache.init()
 	return c
 }
@@ -54,10 +59,10 @@ func (c *class) chunkList() []*chunk {
 
 func (c *class) setChunks(l []*chunk) { c.chunks.Store(&l) }
 
-// newChunk carves an allocation into idle slots, the first one in use
+// newChunk carves an allocation into k idle slots, the first one in use
 // when it serves a Get at once.
-func (c *class) newChunk(a Allocation, mem []byte, firstInUse bool) *chunk {
-	ch := &chunk{alloc: a, class: c, bytes: c.chunkBytes, slots: make([]slot, c.perChunk)}
+func (c *class) newChunk(a Allocation, mem []byte, k int, firstInUse bool) *chunk {
+	ch := &chunk{alloc: a, class: c, bytes: int64(k) * c.size, slots: make([]slot, k)}
 	ch.devPtr, ch.mapped = devicePointerOf(a)
 	base := unsafe.Pointer(unsafe.SliceData(mem))
 	for i := range ch.slots {

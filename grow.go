@@ -1,18 +1,24 @@
 package pinpool
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pinpool/pinpool/hostmem"
 )
 
-// grow allocates new memory for the class. For a Get (forGet) it returns
-// the first new buffer, in use, and counts it as served after a miss; the
-// rest of the batch, and everything Reserve grows, goes to the central
-// list. A large class grows by min(GrowCount, GrowBytes/size) buffers,
-// each its own allocation; a slab class by one slab. The caller holds no
-// lock.
-func (p *Pool) grow(c *class, forGet bool) (*slot, error) {
+// grow allocates new memory for the class: one backend allocation. For a
+// Get (forGet) it returns the first new buffer, in use, counted as served
+// after a miss; the rest, and everything Reserve grows, goes to the
+// central list. A slab class grows by one slab. A large class grows by
+// its batch, min(GrowCount, GrowBytes/size) buffers in one allocation,
+// or for Reserve by up to the need buffers it still lacks (at most
+// GrowBytes of them): fewer, larger allocations cost less per byte
+// (prefault and registration run in parallel over a larger range). When
+// the budget or the backend refuses the batch, it tries once more with a
+// single buffer. The caller holds no lock.
+func (p *Pool) grow(c *class, forGet bool, need int) (*slot, error) {
 	c.growMu.Lock()
 	defer c.growMu.Unlock()
 	co := p.core
@@ -22,47 +28,52 @@ func (p *Pool) grow(c *class, forGet bool) (*slot, error) {
 			return s, nil
 		}
 	}
-	count := 1
-	if c.perChunk == 1 {
-		count = int(max(1, min(int64(p.opt.GrowCount), p.opt.GrowBytes/c.size)))
+	k := c.batch
+	if c.perChunk == 1 && need > k {
+		k = int(max(int64(k), min(int64(need), p.opt.GrowBytes/c.size)))
 	}
+	a, mem, took, err := p.allocate(c, k)
+	if err != nil && k > c.perChunk && !errors.Is(err, ErrClosed) {
+		k = c.perChunk
+		a, mem, took, err = p.allocate(c, k)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ch := c.newChunk(a, mem, k, forGet)
+	if !co.addChunk(c, ch, took, forGet) {
+		co.backendFree(a)
+		co.budget.release(ch.bytes)
+		return nil, ErrClosed
+	}
+	rest := ch.slots
 	var first *slot
-	for i := range count {
-		if err := p.reserve(c, c.chunkBytes); err != nil {
-			if i > 0 {
-				break
-			}
-			return nil, err
-		}
-		a, mem, took, err := co.backendAlloc(c.chunkBytes)
-		if err != nil {
-			co.budget.release(c.chunkBytes)
-			if i > 0 {
-				break
-			}
-			return nil, err
-		}
-		serve := forGet && first == nil
-		ch := c.newChunk(a, mem, serve)
-		if !co.addChunk(c, ch, took, serve) {
-			co.backendFree(a)
-			co.budget.release(c.chunkBytes)
-			if first != nil {
-				break // served before Close: freed when released
-			}
-			return nil, ErrClosed
-		}
-		rest := ch.slots
-		if serve {
-			first, rest = &ch.slots[0], rest[1:]
-		}
-		es := make([]entry, len(rest))
-		for j := range rest {
-			es[j] = entry{&rest[j], 0}
-		}
-		c.cache.putShared(es...)
+	if forGet {
+		first, rest = &ch.slots[0], rest[1:]
 	}
+	es := make([]entry, len(rest))
+	for j := range rest {
+		es[j] = entry{&rest[j], 0}
+	}
+	c.cache.putShared(es...)
 	return first, nil
+}
+
+// allocate reserves room for k buffers of the class and allocates them.
+func (p *Pool) allocate(c *class, k int) (Allocation, []byte, time.Duration, error) {
+	n := int64(k) * c.size
+	if err := p.reserve(c, n); err != nil {
+		return nil, nil, 0, err
+	}
+	if p.core.isClosed() {
+		p.core.budget.release(n)
+		return nil, nil, 0, ErrClosed
+	}
+	a, mem, took, err := p.core.backendAlloc(n)
+	if err != nil {
+		p.core.budget.release(n)
+	}
+	return a, mem, took, err
 }
 
 // reserve makes room for n more bytes: within the budget (after polling

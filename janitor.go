@@ -106,16 +106,16 @@ func (p *Pool) drainAfterClose() {
 	}
 }
 
-// enforceMaxIdle frees idle buffers beyond Options.MaxIdle in every class
-// (whole chunks; what Reserve asked to keep stays).
+// enforceMaxIdle frees idle buffers beyond Options.MaxIdle in every class.
+// It frees whole chunks, so a class may end below MaxIdle, but never below
+// what Reserve asked it to keep.
 func (p *Pool) enforceMaxIdle() {
 	if p.opt.MaxIdle < 0 || p.core.isClosed() {
 		return
 	}
 	for _, c := range p.classList() {
-		keep := max(p.opt.MaxIdle, int(c.reserved.Load()))
-		if c.idleCount() > keep {
-			c.trimClass(-1, keep, nil)
+		if over := c.idleCount() - p.opt.MaxIdle; over > 0 {
+			c.trimClass(int64(over)*c.size, int(c.reserved.Load()), nil)
 		}
 	}
 }

@@ -246,7 +246,7 @@ func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (Buffer,
 		if co.isClosed() {
 			return Buffer{}, ErrClosed
 		}
-		s, err := p.grow(c, true)
+		s, err := p.grow(c, true, 1)
 		if err == nil {
 			return p.handOutSlot(s, n), nil
 		}
@@ -304,11 +304,11 @@ func (p *Pool) Reserve(n, count int) error {
 			return err
 		}
 	}
-	for c.idleCount() < count {
+	for idle := c.idleCount(); idle < count; idle = c.idleCount() {
 		if p.core.isClosed() {
 			return ErrClosed
 		}
-		if _, err := p.grow(c, false); err != nil {
+		if _, err := p.grow(c, false, count-idle); err != nil {
 			return err
 		}
 	}

@@ -259,36 +259,53 @@ func TestBudgetTrimsOtherSizes(t *testing.T) {
 
 func TestGrowBatches(t *testing.T) {
 	p, f := newTestPool(t, Options{})
-	b := mustGet(t, p, frame)
-	if _, _, allocs, _ := f.stats(); allocs != 4 {
-		t.Fatalf("a large miss made %d allocations, want 4 (GrowCount)", allocs)
+	var held []Buffer
+	defer func() {
+		for _, x := range held {
+			x.Release()
+		}
+	}()
+	get := func(n int) {
+		t.Helper()
+		held = append(held, mustGet(t, p, n))
 	}
-	var more []Buffer
+	// A large class grows by GrowCount buffers in one allocation.
+	get(frame)
+	if _, live, allocs, _ := f.stats(); allocs != 1 || live != 4*int64(p.Stats().Classes[0].Size) {
+		t.Fatalf("a large miss: %d allocations of %d bytes, want one of 4 buffers (GrowCount)", allocs, live)
+	}
 	for range 3 {
-		more = append(more, mustGet(t, p, frame))
+		get(frame)
 	}
-	if _, _, allocs, _ := f.stats(); allocs != 4 {
+	if _, _, allocs, _ := f.stats(); allocs != 1 {
 		t.Fatalf("3 more Gets allocated: %d allocations", allocs)
 	}
 	// GrowBytes bounds the batch: 64 MiB / 24 MiB = 2 buffers.
-	big := mustGet(t, p, 24<<20)
-	if _, _, allocs, _ := f.stats(); allocs != 6 {
-		t.Fatalf("24 MiB miss: %d allocations, want 4+2", allocs)
+	get(24 << 20)
+	if _, live, allocs, _ := f.stats(); allocs != 2 || live != 4*int64(p.Stats().Classes[0].Size)+2*(24<<20) {
+		t.Fatalf("24 MiB miss: %d allocations, %d bytes live; want one more of 2 buffers", allocs, live)
 	}
 	// Small sizes come many to one slab.
-	var small []Buffer
 	for range 100 {
-		small = append(small, mustGet(t, p, 4096))
+		get(4096)
 	}
-	if _, _, allocs, _ := f.stats(); allocs != 7 {
+	if _, _, allocs, _ := f.stats(); allocs != 3 {
 		t.Fatalf("100 small buffers: %d allocations, want one slab more", allocs)
 	}
-	for _, x := range append(append(more, b, big), small...) {
-		x.Release()
-	}
 	st := p.Stats()
-	if st.Misses != 3 || st.Grows != 7 {
+	if st.Misses != 3 || st.Grows != 3 {
 		t.Fatalf("misses %d grows %d", st.Misses, st.Grows)
+	}
+}
+
+// TestGrowFallsBackToOne: when the budget cannot hold a whole batch, a
+// large class grows by one buffer.
+func TestGrowFallsBackToOne(t *testing.T) {
+	p, f := newTestPool(t, Options{Exact: true, Budget: 8 << 20})
+	b := mustGet(t, p, 3<<20)
+	defer b.Release()
+	if _, live, allocs, _ := f.stats(); allocs != 1 || live != 3<<20 {
+		t.Fatalf("%d allocations, %d bytes; want one buffer of 3 MiB", allocs, live)
 	}
 }
 
@@ -476,7 +493,7 @@ func TestStats(t *testing.T) {
 		b.Release()
 	}
 	st := p.Stats()
-	if st.Gets != 10 || st.Hits != 9 || st.Misses != 1 || st.Grows != 4 {
+	if st.Gets != 10 || st.Hits != 9 || st.Misses != 1 || st.Grows != 1 {
 		t.Fatalf("gets %d hits %d misses %d grows %d", st.Gets, st.Hits, st.Misses, st.Grows)
 	}
 	if st.Backend != "fake" || st.BytesHeld != 4*st.Classes[0].Size || st.BytesIdle != st.BytesHeld || st.BytesInUse != 0 {

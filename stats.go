@@ -61,8 +61,8 @@ type ClassStats struct {
 	Gets, Hits  uint64
 	Misses      uint64
 	Grows       uint64
-	PerAlloc    int   // buffers per backend allocation
-	AllocBytes  int64 // bytes per backend allocation
+	PerAlloc    int   // buffers per backend allocation when a Get grows the class (Reserve may allocate more at once)
+	AllocBytes  int64 // bytes of such an allocation
 }
 
 // Stats returns a snapshot. It holds the pool's accounting lock while it
@@ -87,7 +87,7 @@ func (p *Pool) Stats() Stats {
 		BytesTrimmed: a.bytesTrimmed,
 	}
 	for _, c := range p.classList() {
-		cs := ClassStats{Size: c.size, PerAlloc: c.perChunk, AllocBytes: c.chunkBytes, Grows: c.grows}
+		cs := ClassStats{Size: c.size, PerAlloc: c.batch, AllocBytes: int64(c.batch) * c.size, Grows: c.grows}
 		handed := c.pastServed // hand-outs, over all slots ever
 		for _, ch := range c.chunkList() {
 			cs.BytesHeld += ch.bytes
