@@ -10,9 +10,10 @@ import (
 // they wait on a channel that is closed (and replaced) whenever memory is
 // released or freed.
 type budget struct {
-	limit   int64 // 0: none
-	held    atomic.Int64
-	waiters atomic.Int32
+	waiters atomic.Int32 // read by every Release; written by waiting Gets
+	limit   int64        // 0: none
+	_       [cacheLine]byte
+	held    atomic.Int64 // written by growth and frees
 
 	mu   sync.Mutex
 	wake chan struct{}

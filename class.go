@@ -9,12 +9,14 @@ import (
 // class is one size class: all its buffers have the same capacity. Its
 // idle buffers are in its procCache; its memory is the set of its chunks.
 type class struct {
+	// Read on every Get and Release, written once.
 	core       *core
 	size       int64 // capacity of each buffer
 	perChunk   int   // buffers per slab; 1 for a large class (its smallest allocation)
 	chunkBytes int64 // the smallest allocation: size * perChunk
 	batch      int   // buffers per allocation when a Get grows the class
 	cache      procCache
+	_          [cacheLine]byte // keeps what slow paths write off those lines
 
 	growMu sync.Mutex // one growth at a time per class
 

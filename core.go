@@ -18,19 +18,21 @@ import (
 //	pollMu (fence polling) → core.mu
 //	budget.mu and pendingList.mu are leaves.
 type core struct {
+	// Read on every Get and Release, written once.
+	debug      bool
+	maxIdle    int
+	closedFlag atomic.Bool     // Close began
+	_          [cacheLine]byte // keeps what slow paths write off those lines
+
 	backend     Backend
 	backendName string
-	debug       bool
-	maxIdle     int
-	memTotal    int64 // MemTotal, 0 when unknown
-	minAvail    int64 // system guard floor in bytes; 0: off
-
-	closedFlag atomic.Bool   // Close began; read on the hot path
-	closedCh   chan struct{} // closed by Close: wakes every waiting Get
+	memTotal    int64         // MemTotal, 0 when unknown
+	minAvail    int64         // system guard floor in bytes; 0: off
+	closedCh    chan struct{} // closed by Close: wakes every waiting Get
+	kick        func()        // wakes the janitor; never blocks
 
 	budget  budget
 	pending pendingList
-	kick    func() // wakes the janitor; never blocks
 
 	// mu guards the chunk sets of all classes and the counters below, so
 	// that Stats reads them as one snapshot.

@@ -23,14 +23,16 @@ const MaxSize = sizeclass.Max
 // IdleTimeout) or on Trim, in the background. A Pool is safe for
 // concurrent use.
 type Pool struct {
-	opt        Options
-	core       *core
-	ownBackend io.Closer // the default backend this pool made, closed by Close
+	// Read on every Get; written only when a class is added.
+	opt   Options
+	core  *core
+	dense []atomic.Pointer[class]          // rounding mode, by size class index
+	exact atomic.Pointer[map[int64]*class] // exact mode, by page-rounded size
+	_     [cacheLine]byte                  // keeps the fields below off those lines
 
-	classMu sync.Mutex                       // guards adding classes
-	dense   []atomic.Pointer[class]          // rounding mode, by size class index
-	exact   atomic.Pointer[map[int64]*class] // exact mode, by page-rounded size
-	all     atomic.Pointer[[]*class]
+	ownBackend io.Closer // the default backend this pool made, closed by Close
+	classMu    sync.Mutex
+	all        atomic.Pointer[[]*class]
 
 	pollMu   sync.Mutex  // one fence poll at a time
 	jan      janitor     // the background goroutine

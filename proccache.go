@@ -48,7 +48,8 @@ const (
 // holds two of them at once, and none takes another lock while holding
 // one. Callers may hold core.mu when they call in (core.mu comes first).
 type procCache struct {
-	locals  []local // indexed by P
+	locals  []local // indexed by P; the slice itself is never written after init
+	_       [cacheLine]byte
 	central stack
 }
 
