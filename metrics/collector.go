@@ -148,9 +148,9 @@ func newCollector(p *pinpool.Pool, opts []Option) (*Collector, error) {
 
 	counter("gets_total", "Get and TryGet calls for a valid size on an open pool.",
 		func(s *pinpool.Stats) float64 { return u64(s.Gets) })
-	counter("hits_total", "Gets served from idle memory without growing.",
+	counter("hits_total", "Gets served at once from idle memory.",
 		func(s *pinpool.Stats) float64 { return u64(s.Hits) })
-	counter("misses_total", "Gets that had to grow the pool, served or not.",
+	counter("misses_total", "Gets that found no idle buffer and had to grow the pool or wait, served or not.",
 		func(s *pinpool.Stats) float64 { return u64(s.Misses) })
 	counter("grows_total", "Backend allocations.",
 		func(s *pinpool.Stats) float64 { return u64(s.Grows) })
@@ -164,10 +164,14 @@ func newCollector(p *pinpool.Pool, opts []Option) (*Collector, error) {
 		func(s *pinpool.Stats) float64 { return i64(s.BytesTrimmed) })
 	counter("released_after_fence_total", "Buffers returned to the pool after their fence completed.",
 		func(s *pinpool.Stats) float64 { return u64(s.ReleasedAfterFence) })
-	counter("fence_errors_total", "Buffers retired because their fence reported an error.",
+	counter("fence_errors_total", "Buffers retired because their fence reported an error or panicked.",
 		func(s *pinpool.Stats) float64 { return u64(s.FenceErrors) })
-	counter("failures_total", "Failed backend allocations.",
+	counter("failures_total", "Failed backend allocations (errors, panics, short or misaligned memory).",
 		func(s *pinpool.Stats) float64 { return u64(s.Failures) })
+	counter("free_failures_total", "Backend frees that failed or panicked.",
+		func(s *pinpool.Stats) float64 { return u64(s.FreeFailures) })
+	counter("backend_panics_total", "Panics of the backend, contained by the pool.",
+		func(s *pinpool.Stats) float64 { return u64(s.BackendPanics) })
 	counter("budget_waits_total", "Get calls that had to wait for room in the budget.",
 		func(s *pinpool.Stats) float64 { return u64(s.BudgetWaits) })
 	counter("budget_refusals_total", "Growths refused by the budget.",
@@ -177,7 +181,7 @@ func newCollector(p *pinpool.Pool, opts []Option) (*Collector, error) {
 
 	c.classBuffers = desc("class_buffers", "Buffers of a size class by state; size is the buffer capacity in bytes.", "size", "state")
 	c.classGets = desc("class_gets_total", "Gets served by a size class, or failed in it.", "size")
-	c.classMisses = desc("class_misses_total", "Gets of a size class that had to grow it.", "size")
+	c.classMisses = desc("class_misses_total", "Gets of a size class that found no idle buffer.", "size")
 
 	for _, f := range cfg.funcs {
 		if f.read == nil {
@@ -240,6 +244,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.classBuffers, prometheus.GaugeValue, float64(cs.InUse), size, "in_use")
 		ch <- prometheus.MustNewConstMetric(c.classBuffers, prometheus.GaugeValue, float64(cs.Idle), size, "idle")
 		ch <- prometheus.MustNewConstMetric(c.classBuffers, prometheus.GaugeValue, float64(cs.Pending), size, "pending")
+		ch <- prometheus.MustNewConstMetric(c.classBuffers, prometheus.GaugeValue, float64(cs.Retired), size, "retired")
 		ch <- prometheus.MustNewConstMetric(c.classGets, prometheus.CounterValue, float64(cs.Gets), size)
 		ch <- prometheus.MustNewConstMetric(c.classMisses, prometheus.CounterValue, float64(cs.Misses), size)
 	}

@@ -10,6 +10,10 @@
 #   BENCH=0 scripts/gpu-check.sh    # tests only
 #   RUN='GPU' BENCH='CallOverhead' scripts/gpu-check.sh   # filters
 #   TOOL=0 scripts/gpu-check.sh     # without the pinpool tool's runs
+#   REF='seedpool' scripts/gpu-check.sh   # only these C references ('^$': none)
+#   PROFILE='GetRelease/pinpool/frame' PROFILE_CPUS=32 scripts/gpu-check.sh
+#                                   # also a CPU profile of that root-package
+#                                   # benchmark (cpu-*.prof in the logs)
 #
 # The tool's runs (TOOL=1, the default) are the README's main job on the
 # GPU: `pinpool bench` (full plan, JSON + PNG and SVG plots, then the table,
@@ -59,6 +63,7 @@ if command -v nvcc >/dev/null; then
 	for c in scripts/ref/*.c scripts/ref/*.cu; do
 		[ -f "$c" ] || continue
 		ref=$(basename "${c%.*}")
+		[[ "$ref" =~ ${REF-.} ]] || continue
 		if nvcc -O2 -x cu -o ".gpu/$ref" "$c" -lcuda >>"$logs/nvcc.txt" 2>&1; then
 			".gpu/$ref" >"$logs/ref-$ref.txt" 2>&1 && echo "ref $ref: ok" | tee -a "$summary" || { echo "ref $ref: FAILED" | tee -a "$summary"; status=1; }
 		else
@@ -136,6 +141,13 @@ if [ "$BENCH" != 0 ]; then
 		log=$logs/bench-$name.txt
 		(cd "$dir" && "$root/$bin" -test.run '^$' -test.bench "$BENCH" -test.benchmem -test.benchtime "$BENCHTIME" -test.count "$COUNT" -test.cpu "${CPUS:-1}") >"$log" 2>&1 || status=1
 		grep -E '^(Benchmark|ok|FAIL|PASS)' "$log" | grep -c Benchmark | xargs printf "bench %-11s %s results\n" "$name" | tee -a "$summary"
+	done
+fi
+if [ -n "${PROFILE:-}" ] && [ -x .gpu/pinpool.test ]; then
+	for n in ${PROFILE_CPUS:-16}; do
+		.gpu/pinpool.test -test.run '^$' -test.bench "$PROFILE" -test.benchtime 2s -test.cpu "$n" \
+			-test.cpuprofile "$logs/cpu-$n.prof" >"$logs/profile-$n.txt" 2>&1 || status=1
+		echo "profile cpu=$n: $(grep -c Benchmark "$logs/profile-$n.txt") results" | tee -a "$summary"
 	done
 fi
 echo "---- summary ($( [ $status -eq 0 ] && echo ok || echo FAILED ))"
