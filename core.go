@@ -14,9 +14,12 @@ import (
 // Lock order, from outer to inner (a lock is never taken while one to its
 // right is held):
 //
-//	class.growMu → core.mu → procCache's stack and central mutexes (leaves)
-//	pollMu (fence polling) → core.mu
-//	budget.mu and pendingList.mu are leaves.
+//	class.growMu → Pool.pollMu → core.mu → procCache's stack and central
+//	mutexes (leaves; never two at once)
+//	budget.mu, pendingList.mu and a processor's ownerLock are leaves too.
+//
+// Get and Release take none of them while a processor's private cache
+// serves them (procCache.get, put).
 type core struct {
 	// Read on every Get and Release, written once.
 	debug      bool
