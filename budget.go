@@ -10,10 +10,9 @@ import (
 // they wait on a channel that is closed (and replaced) whenever memory is
 // released or freed.
 type budget struct {
-	waiters atomic.Int32 // read by every Release; written by waiting Gets
-	limit   int64        // 0: none
-	_       [cacheLine]byte
-	held    atomic.Int64 // written by growth and frees
+	waiters *atomic.Int32 // core.waiters, on the line Release reads
+	limit   int64         // 0: none
+	held    atomic.Int64  // written by growth and frees
 
 	mu   sync.Mutex
 	wake chan struct{}

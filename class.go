@@ -147,8 +147,15 @@ func (c *class) returnIdle(s *slot, gen uint64) {
 
 // afterIdle runs after a slot became idle: it wakes Gets waiting for room
 // and, once the pool is closed, frees the slot's chunk if nothing else of
-// it is in use.
+// it is in use. The check is two loads from one line, inlined into
+// Release; the work is in afterIdleSlow.
 func (c *class) afterIdle(s *slot) {
+	if co := c.core; co.waiters.Load() != 0 || co.closedFlag.Load() {
+		c.afterIdleSlow(s)
+	}
+}
+
+func (c *class) afterIdleSlow(s *slot) {
 	c.core.budget.broadcast()
 	if c.core.isClosed() {
 		c.freeChunk(s.chunk)

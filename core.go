@@ -21,10 +21,12 @@ import (
 // Get and Release take none of them while a processor's private cache
 // serves them (procCache.get, put).
 type core struct {
-	// Read on every Get and Release, written once.
+	// Read on every Get and Release; written once, or (waiters) only by
+	// Gets that wait for room.
 	debug      bool
 	maxIdle    int
 	closedFlag atomic.Bool     // Close began
+	waiters    atomic.Int32    // Gets waiting for room (budget.broadcast wakes them)
 	_          [cacheLine]byte // keeps what slow paths write off those lines
 
 	backend     Backend

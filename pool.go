@@ -67,6 +67,7 @@ func New(opt Options) (*Pool, error) {
 		kick:        p.kick,
 	}
 	co.budget.limit = o.Budget
+	co.budget.waiters = &co.waiters
 	switch {
 	case o.MinAvailable > 0:
 		co.minAvail = o.MinAvailable
@@ -231,7 +232,7 @@ func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (Buffer,
 	waiting := false
 	defer func() {
 		if waiting {
-			co.budget.waiters.Add(-1)
+			co.waiters.Add(-1)
 		}
 	}()
 	var retry *time.Timer
@@ -257,7 +258,7 @@ func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (Buffer,
 		}
 		if !waiting { // register, then look once more before sleeping
 			waiting = true
-			co.budget.waiters.Add(1)
+			co.waiters.Add(1)
 			co.budgetWaits.Add(1)
 			continue
 		}
