@@ -14,11 +14,13 @@ type class struct {
 	size       int64 // capacity of each buffer
 	perChunk   int   // buffers per slab; 1 for a large class (its smallest allocation)
 	chunkBytes int64 // the smallest allocation: size * perChunk
-	batch      int   // buffers per allocation when a Get grows the class
+	batch      int   // buffers per allocation of the first growth
+	maxBatch   int   // buffers per allocation at most: GrowBytes of them, at least batch
 	cache      procCache
 	_          [cacheLine]byte // keeps what slow paths write off those lines
 
-	growMu sync.Mutex // one growth at a time per class
+	growMu sync.Mutex   // one growth at a time per class
+	ramp   atomic.Int64 // buffers the next growth allocates: doubles per growth, back to batch on a trim
 
 	chunks atomic.Pointer[[]*chunk] // live chunks; replaced (copy on write) under core.mu
 
@@ -48,6 +50,13 @@ func newClass(co *core, o *Options, size int64) *class {
 	if c.perChunk == 1 {
 		c.batch = int(max(1, min(int64(o.GrowCount), o.GrowBytes/size)))
 	}
+	// Whole slabs, or whole buffers, up to GrowBytes (and the budget).
+	limit := o.GrowBytes
+	if o.Budget > 0 {
+		limit = min(limit, o.Budget)
+	}
+	c.maxBatch = max(c.batch, int(limit/c.chunkBytes)*c.perChunk)
+	c.ramp.Store(int64(c.batch))
 	c.cache.init()
 	return c
 }

@@ -41,11 +41,13 @@ type core struct {
 
 	// mu guards the chunk sets of all classes and the counters below, so
 	// that Stats reads them as one snapshot.
-	mu     sync.Mutex
-	closed bool
-	held   int64 // bytes of live chunks
-	peak   int64 // highest held
-	acct   accounts
+	mu      sync.Mutex
+	closed  bool
+	freeing int        // chunks unlinked and not yet given back to the backend
+	freed   *sync.Cond // on mu: broadcast when freeing drops to 0 (Close waits for it)
+	held    int64      // bytes of live chunks
+	peak    int64      // highest held
+	acct    accounts
 
 	// Counters of events outside the accounting lock (each counted once).
 	budgetWaits, budgetRefusals, lowMemory atomic.Uint64
@@ -59,6 +61,14 @@ type accounts struct {
 	grows, trims             uint64
 	bytesGrown, bytesTrimmed int64
 	growNanos, maxGrowNanos  int64
+}
+
+// waitFrees waits until no chunk is on its way back to the backend. The
+// caller holds mu.
+func (co *core) waitFrees() {
+	for co.freeing > 0 {
+		co.freed.Wait()
+	}
 }
 
 // isClosed reports whether Close began.

@@ -11,13 +11,19 @@ import (
 // grow allocates new memory for the class: one backend allocation. For a
 // Get (forGet) it returns the first new buffer, in use, counted as served
 // after a miss; the rest, and everything Reserve grows, goes to the
-// central list. A slab class grows by one slab. A large class grows by
-// its batch, min(GrowCount, GrowBytes/size) buffers in one allocation,
-// or for Reserve by up to the need buffers it still lacks (at most
-// GrowBytes of them): fewer, larger allocations cost less per byte
-// (prefault and registration run in parallel over a larger range). When
-// the budget or the backend refuses the batch, it tries once more with a
-// single buffer. The caller holds no lock.
+// central list.
+//
+// The first growth of a class allocates its batch: one slab for a slab
+// class, min(GrowCount, GrowBytes/size) buffers in one allocation for a
+// large one (the seed's "grow by 4"). Each further growth doubles that,
+// up to GrowBytes, until a trim of the class starts it over: a class
+// that keeps missing is in demand, and fewer, larger allocations cost
+// less per byte (prefault and registration run in parallel over a larger
+// range, and the driver's fixed cost is paid less often). Reserve
+// allocates up to what it still lacks (need buffers) at once, within the
+// same bound. When the budget or the backend refuses an allocation of
+// more than the smallest one, grow tries once more with the smallest.
+// The caller holds no lock.
 func (p *Pool) grow(c *class, forGet bool, need int) (*slot, error) {
 	c.growMu.Lock()
 	defer c.growMu.Unlock()
@@ -28,13 +34,16 @@ func (p *Pool) grow(c *class, forGet bool, need int) (*slot, error) {
 			return s, nil
 		}
 	}
-	k := c.batch
-	if c.perChunk == 1 && need > k {
-		k = int(max(int64(k), min(int64(need), p.opt.GrowBytes/c.size)))
+	k := int(c.ramp.Load())
+	if need > k {
+		k = min(need, c.maxBatch)
 	}
+	k = (k + c.perChunk - 1) / c.perChunk * c.perChunk // whole slabs
+	c.ramp.Store(int64(min(2*k, c.maxBatch)))
 	a, mem, took, err := p.allocate(c, k)
 	if err != nil && k > c.perChunk && !errors.Is(err, ErrClosed) {
 		k = c.perChunk
+		c.ramp.Store(int64(c.batch))
 		a, mem, took, err = p.allocate(c, k)
 	}
 	if err != nil {

@@ -67,6 +67,7 @@ func New(opt Options) (*Pool, error) {
 		kick:        p.kick,
 	}
 	co.budget.limit = o.Budget
+	co.freed = sync.NewCond(&co.mu)
 	co.budget.waiters = &co.waiters
 	switch {
 	case o.MinAvailable > 0:
@@ -381,6 +382,9 @@ func (p *Pool) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	co.mu.Lock()
+	co.waitFrees() // frees that the janitor or a release began meanwhile
+	co.mu.Unlock()
 	if p.ownBackend != nil {
 		// The CUDA backend keeps its context until its last chunk is freed,
 		// so buffers still out stay valid and are freed on release.

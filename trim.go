@@ -39,6 +39,9 @@ func (c *class) trimClass(want int64, keepIdle int, pick func(*chunk) bool) (int
 	}
 	c.unlink(victims)
 	co.mu.Unlock()
+	if len(victims) > 0 {
+		c.ramp.Store(int64(c.batch))
+	}
 	return bytes, c.freeVictims(victims)
 }
 
@@ -62,6 +65,7 @@ func (c *class) unlink(victims []*chunk) {
 		return
 	}
 	co := c.core
+	co.freeing += len(victims)
 	for _, ch := range victims {
 		ch.freed = true
 		c.pastServed += ch.servedSum()
@@ -89,6 +93,11 @@ func (c *class) freeVictims(victims []*chunk) error {
 		}
 		co.budget.release(ch.bytes)
 	}
+	co.mu.Lock()
+	if co.freeing -= len(victims); co.freeing == 0 {
+		co.freed.Broadcast()
+	}
+	co.mu.Unlock()
 	return errors.Join(errs...)
 }
 
