@@ -39,16 +39,16 @@ func (p *Pool) grow(c *class, forGet bool, need int) (*slot, error) {
 		k = min(need, c.maxBatch)
 	}
 	k = (k + c.perChunk - 1) / c.perChunk * c.perChunk // whole slabs
-	c.ramp.Store(int64(min(2*k, c.maxBatch)))
 	a, mem, took, err := p.allocate(c, k)
 	if err != nil && k > c.perChunk && !errors.Is(err, ErrClosed) {
 		k = c.perChunk
-		c.ramp.Store(int64(c.batch))
 		a, mem, took, err = p.allocate(c, k)
 	}
 	if err != nil {
+		c.ramp.Store(int64(c.batch))
 		return nil, err
 	}
+	c.ramp.Store(int64(min(2*k, c.maxBatch)))
 	ch := c.newChunk(a, mem, k, forGet)
 	if !co.addChunk(c, ch, took, forGet) {
 		co.backendFree(a)
