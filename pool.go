@@ -134,6 +134,15 @@ func (p *Pool) addClass(idx int, size int64) *class {
 		return (*m)[size]
 	}
 	c := newClass(p.core, &p.opt, size)
+	// List the class before any Get can find it: a Get that grows it
+	// adds to the held bytes, and Stats must see the class those bytes
+	// belong to.
+	var list []*class
+	if old := p.all.Load(); old != nil {
+		list = append(list, *old...)
+	}
+	list = append(list, c)
+	p.all.Store(&list)
 	if idx >= 0 {
 		p.dense[idx].Store(c)
 	} else {
@@ -146,12 +155,6 @@ func (p *Pool) addClass(idx int, size int64) *class {
 		m[size] = c
 		p.exact.Store(&m)
 	}
-	var list []*class
-	if old := p.all.Load(); old != nil {
-		list = append(list, *old...)
-	}
-	list = append(list, c)
-	p.all.Store(&list)
 	return c
 }
 
