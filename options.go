@@ -49,7 +49,7 @@ type Options struct {
 
 	// SlabSize is the size of one slab, a multiple of 4096 of at most
 	// 1 GiB that holds at least two buffers of SlabMax. Zero means 4 MiB,
-	// or 4*SlabMax if that is larger. Under a Budget smaller than a slab,
+	// or 4*SlabMax if that is larger (at most 1 GiB). Under a Budget smaller than a slab,
 	// slabs are cut to fit the budget.
 	SlabSize int
 

@@ -72,7 +72,7 @@ func (o Options) validate() (Options, int64, error) {
 	if o.SlabSize == 0 {
 		o.SlabSize = DefaultSlabSize
 		if o.SlabMax > 0 && o.SlabSize < 4*o.SlabMax {
-			o.SlabSize = int(pageRound(4 * int64(o.SlabMax)))
+			o.SlabSize = int(min(pageRound(4*int64(o.SlabMax)), maxSlabSize))
 		}
 	}
 	if o.MaxIdle == 0 {
