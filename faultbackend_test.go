@@ -203,15 +203,7 @@ func (b *faultBackend) waitReleased(t testing.TB, what string) bool {
 // frees the leaked allocations.
 func newFaultPool(t testing.TB, o Options) (*Pool, *faultBackend) {
 	t.Helper()
-	fb := newFaultBackend()
-	o.Backend = fb
-	if o.MinAvailable == 0 {
-		o.MinAvailable = -1
-	}
-	p, err := New(o)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	p, fb := newFaultPoolNoCleanup(t, o)
 	t.Cleanup(func() {
 		if !within(t, 10*time.Second, "Close at cleanup", func() { p.Close() }) {
 			return
