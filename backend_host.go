@@ -38,6 +38,24 @@ func (h *HostBackend) Alloc(size int) (Allocation, error) {
 	return hostAllocation{r}, nil
 }
 
+// LockAllowance is how many more bytes this process may lock (RLIMIT_MEMLOCK
+// less what it has locked), and whether anything bounds it (not with
+// CAP_IPC_LOCK or an unlimited limit). A pool on this backend reads it at
+// New and keeps within it, as within a Budget.
+func (h *HostBackend) LockAllowance() (bytes int64, limited bool) {
+	n, limited, err := hostmem.LockAllowance()
+	if err != nil || !limited {
+		return 0, false
+	}
+	return int64(min(n, uint64(MaxSize))), true
+}
+
+// lockBounded is implemented by backends whose memory counts against
+// RLIMIT_MEMLOCK (HostBackend).
+type lockBounded interface {
+	LockAllowance() (bytes int64, limited bool)
+}
+
 type hostAllocation struct{ r *hostmem.Region }
 
 func (a hostAllocation) Bytes() []byte { return a.r.Bytes() }

@@ -32,6 +32,8 @@ type core struct {
 	backend     Backend
 	backendName string
 	memTotal    int64         // MemTotal, 0 when unknown
+	lockLimit   int64         // what the backend may lock (RLIMIT_MEMLOCK) at New; 0: no limit
+	userBudget  int64         // Options.Budget (budget.limit is the smaller of it and lockLimit)
 	minAvail    int64         // system guard floor in bytes; 0: off
 	closedCh    chan struct{} // closed by Close: wakes every waiting Get
 	kick        func()        // wakes the janitor; never blocks

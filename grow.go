@@ -108,6 +108,9 @@ func (p *Pool) reserve(c *class, n int64) error {
 		return nil
 	}
 	co.budgetRefusals.Add(1)
+	if co.budget.limit == co.lockLimit && co.lockLimit != co.userBudget {
+		return &lockLimitError{need: n, size: c.size, limit: co.lockLimit, held: co.budget.held.Load()}
+	}
 	return fmt.Errorf("%w: need %d bytes for %d-byte buffers, holding %d of Budget %d", ErrBudget, n, c.size, co.budget.held.Load(), co.budget.limit)
 }
 
@@ -118,6 +121,9 @@ func (p *Pool) impossible(c *class) error {
 	co := p.core
 	if co.budget.limit > 0 && c.chunkBytes > co.budget.limit {
 		co.budgetRefusals.Add(1)
+		if co.budget.limit == co.lockLimit && co.lockLimit != co.userBudget {
+			return &lockLimitError{need: c.chunkBytes, size: c.size, limit: co.lockLimit, held: -1}
+		}
 		return fmt.Errorf("%w: a %d-byte buffer needs a %d-byte allocation, more than the whole Budget of %d bytes", ErrBudget, c.size, c.chunkBytes, co.budget.limit)
 	}
 	if co.minAvail > 0 && co.memTotal > 0 && c.chunkBytes > co.memTotal-co.minAvail {
@@ -125,6 +131,27 @@ func (p *Pool) impossible(c *class) error {
 		return fmt.Errorf("%w: a %d-byte buffer needs a %d-byte allocation; the system has %d bytes (MemTotal) and keeps %d available (Options.MinAvailable)", ErrLowMemory, c.size, c.chunkBytes, co.memTotal, co.minAvail)
 	}
 	return nil
+}
+
+// lockLimitError is the budget error of a pool bounded by RLIMIT_MEMLOCK:
+// one sentence with the limit and the fix. errors.Is matches ErrBudget and
+// hostmem.ErrLockLimit.
+type lockLimitError struct {
+	need, size, limit int64
+	held              int64 // < 0: the request is larger than the whole limit
+}
+
+func (e *lockLimitError) Error() string {
+	if e.held < 0 {
+		return fmt.Sprintf("pinpool: a %d-byte buffer needs %d bytes of locked memory, more than RLIMIT_MEMLOCK lets this process lock (%d bytes); raise it with %s",
+			e.size, e.need, e.limit, hostmem.RaiseLockLimitHint)
+	}
+	return fmt.Sprintf("pinpool: a %d-byte buffer needs %d more bytes of locked memory, but %d of the %d bytes RLIMIT_MEMLOCK lets this process lock are in use; raise it with %s",
+		e.size, e.need, e.held, e.limit, hostmem.RaiseLockLimitHint)
+}
+
+func (e *lockLimitError) Is(target error) bool {
+	return target == ErrBudget || target == hostmem.ErrLockLimit
 }
 
 // takeAfterMiss claims an idle buffer for a Get that already counted a

@@ -66,7 +66,20 @@ func New(opt Options) (*Pool, error) {
 		closedCh:    make(chan struct{}),
 		kick:        p.kick,
 	}
-	co.budget.limit = o.Budget
+	co.budget.limit, co.userBudget = o.Budget, o.Budget
+	if lb, ok := b.(lockBounded); ok {
+		if n, limited := lb.LockAllowance(); limited {
+			// The kernel would refuse to lock more: keep within it as
+			// within a budget, so that Get waits and TryGet says why
+			// instead of failing in mlock.
+			co.lockLimit = max(n, 1)
+			if co.budget.limit == 0 || co.lockLimit < co.budget.limit {
+				co.budget.limit = co.lockLimit
+				o.Budget = co.lockLimit // slabs are cut to fit it
+				p.opt = o
+			}
+		}
+	}
 	co.freed = sync.NewCond(&co.mu)
 	co.budget.waiters = &co.waiters
 	switch {

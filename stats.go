@@ -24,6 +24,7 @@ type Stats struct {
 	BytesRetired int64 // retired after a fence error, freed with the rest of their allocation
 	PeakHeld     int64 // highest BytesHeld so far
 	Budget       int64 // Options.Budget; 0: none
+	LockLimit    int64 // bytes the backend could lock at New under RLIMIT_MEMLOCK, kept like a budget; 0: no limit
 
 	Gets   uint64 // Get and TryGet calls for a valid size on an open pool
 	Hits   uint64 // ... served at once from idle memory
@@ -78,7 +79,8 @@ func (p *Pool) Stats() Stats {
 		Backend:      co.backendName,
 		BytesHeld:    co.held,
 		PeakHeld:     co.peak,
-		Budget:       co.budget.limit,
+		Budget:       co.userBudget,
+		LockLimit:    co.lockLimit,
 		Grows:        a.grows,
 		BytesGrown:   a.bytesGrown,
 		GrowTime:     time.Duration(a.growNanos),

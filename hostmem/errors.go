@@ -15,7 +15,7 @@ var (
 	// (RLIMIT_MEMLOCK, `ulimit -l`) is too low for the request, or the
 	// system has no memory left to lock. The wrapping error names the
 	// limit, the amount asked for and the amount already locked.
-	ErrLockLimit = errors.New("hostmem: cannot lock memory (RLIMIT_MEMLOCK too low or memory exhausted)")
+	ErrLockLimit = errors.New("hostmem: cannot lock memory")
 
 	// ErrNUMA is wrapped by the error Map and Alloc return when the region
 	// cannot be bound to the requested NUMA node (negative node, node out of

@@ -496,7 +496,7 @@ func lockLimitChild(t *testing.T) {
 			t.Fatalf("error %v does not wrap ErrLockLimit", err)
 		}
 		msg := err.Error()
-		for _, want := range []string{"hostmem: ", "RLIMIT_MEMLOCK soft 1 MiB", "hard 1 MiB", "64 MiB", "ulimit -l", "CAP_IPC_LOCK"} {
+		for _, want := range []string{"hostmem: ", "RLIMIT_MEMLOCK is 1 MiB", "64 MiB", "ulimit -l", "CAP_IPC_LOCK"} {
 			if !strings.Contains(msg, want) {
 				t.Fatalf("error %q lacks %q", msg, want)
 			}
@@ -518,4 +518,29 @@ func lockLimitChild(t *testing.T) {
 	r.Unmap()
 	_, err = Alloc(size, Options{})
 	t.Logf("child: ErrLockLimit ok: %v", err)
+}
+
+// TestLockAllowance: with CAP_IPC_LOCK (or no limit) the allowance is
+// unlimited; otherwise it is the soft limit less VmLck.
+func TestLockAllowance(t *testing.T) {
+	n, limited, err := LockAllowance()
+	if err != nil {
+		t.Fatal(err)
+	}
+	can, err := CanLockBeyondLimit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	soft, _, _ := LockLimit()
+	switch {
+	case can || soft == math.MaxUint64:
+		if limited || n != math.MaxUint64 {
+			t.Fatalf("CAP_IPC_LOCK %v, soft %d: allowance %d, limited %v", can, soft, n, limited)
+		}
+	default:
+		if !limited || n > soft {
+			t.Fatalf("soft %d: allowance %d, limited %v", soft, n, limited)
+		}
+	}
+	t.Logf("CAP_IPC_LOCK %v, RLIMIT_MEMLOCK soft %s, allowance %d (limited %v)", can, formatLimit(soft), n, limited)
 }

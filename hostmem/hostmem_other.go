@@ -16,3 +16,12 @@ func LockedBytes() (uint64, error) { return 0, ErrUnsupported }
 
 // release is never reached: no Region is made on this system.
 func (r *Region) release() error { return ErrUnsupported }
+
+// CanLockBeyondLimit returns ErrUnsupported: the real implementation is Linux only.
+func CanLockBeyondLimit() (bool, error) { return false, ErrUnsupported }
+
+// LockAllowance returns ErrUnsupported: the real implementation is Linux only.
+func LockAllowance() (bytes uint64, limited bool, err error) { return 0, false, ErrUnsupported }
+
+// RaiseLockLimitHint is the command that lifts RLIMIT_MEMLOCK (Linux only).
+const RaiseLockLimitHint = "`ulimit -l unlimited`"

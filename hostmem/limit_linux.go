@@ -56,17 +56,16 @@ func lockError(asked int, err error) error {
 	if !errors.Is(err, unix.ENOMEM) && !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EAGAIN) {
 		return fmt.Errorf("hostmem: mlock of %s: %w", formatBytes(uint64(asked)), err)
 	}
-	limits := "RLIMIT_MEMLOCK unknown"
-	if soft, hard, lerr := LockLimit(); lerr == nil {
-		limits = fmt.Sprintf("RLIMIT_MEMLOCK soft %s, hard %s", formatLimit(soft), formatLimit(hard))
+	limit := "unknown"
+	if soft, _, lerr := LockLimit(); lerr == nil {
+		limit = formatLimit(soft)
 	}
-	locked := "unknown"
+	locked := "an unknown amount"
 	if n, lerr := LockedBytes(); lerr == nil {
 		locked = formatBytes(n)
 	}
-	return fmt.Errorf("%w: mlock of %s failed (%w); %s; already locked by this process %s; "+
-		"raise the limit (`ulimit -l`, LimitMEMLOCK= in systemd, --ulimit memlock in docker) or grant CAP_IPC_LOCK",
-		ErrLockLimit, formatBytes(uint64(asked)), err, limits, locked)
+	return fmt.Errorf("%w: mlock of %s failed (%w): RLIMIT_MEMLOCK is %s and this process has %s locked; raise it with %s",
+		ErrLockLimit, formatBytes(uint64(asked)), err, limit, locked, RaiseLockLimitHint)
 }
 
 // formatLimit formats an rlimit value, "unlimited" for math.MaxUint64.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 
 	"github.com/pinpool/pinpool/cuda"
@@ -34,6 +35,7 @@ type hostInfo struct {
 	MemlockSoft uint64 `json:"rlimit_memlock_soft_bytes"` // 18446744073709551615 = unlimited
 	MemlockHard uint64 `json:"rlimit_memlock_hard_bytes"`
 	ProcLocked  uint64 `json:"process_locked_bytes"` // VmLck of this process
+	CapIPCLock  bool   `json:"cap_ipc_lock"`         // the limit does not bound this process
 }
 
 func (c *infoCmd) Run(g *globals) error {
@@ -86,6 +88,9 @@ func gatherInfo() (*infoReport, error) {
 	if r.Host.ProcLocked, err = hostmem.LockedBytes(); err != nil {
 		return nil, err
 	}
+	if r.Host.CapIPCLock, err = hostmem.CanLockBeyondLimit(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -115,7 +120,19 @@ func (r *infoReport) writeText(w io.Writer) error {
 	}
 	h := r.Host
 	fmt.Fprintf(tw, "host memory:\ttotal %s, available %s, locked system-wide (Mlocked) %s\n", formatBytes(h.Total), formatBytes(h.Available), formatBytes(h.Mlocked))
-	fmt.Fprintf(tw, "RLIMIT_MEMLOCK:\tsoft %s, hard %s\n", formatBytes(h.MemlockSoft), formatBytes(h.MemlockHard))
+	fmt.Fprintf(tw, "RLIMIT_MEMLOCK:\tsoft %s, hard %s%s\n", formatBytes(h.MemlockSoft), formatBytes(h.MemlockHard), lockLimitNote(h))
 	fmt.Fprintf(tw, "this process locked:\t%s\n", formatBytes(h.ProcLocked))
 	return tw.Flush()
+}
+
+// lockLimitNote says whether RLIMIT_MEMLOCK bounds the host backend here,
+// and if so the one command that lifts it.
+func lockLimitNote(h hostInfo) string {
+	switch {
+	case h.CapIPCLock:
+		return " (does not apply: this process has CAP_IPC_LOCK)"
+	case h.MemlockSoft == math.MaxUint64:
+		return ""
+	}
+	return "; without a GPU the pool locks at most this; raise it with " + hostmem.RaiseLockLimitHint
 }
