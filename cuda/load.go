@@ -88,7 +88,34 @@ func load() (string, error) {
 		}
 		return name, nil
 	}
-	return "", fmt.Errorf("%w (tried %d places; set %s to a path): %s", ErrNoDriver, len(tried), EnvLibrary, firstOf(tried))
+	return "", &notFoundError{tried: tried}
+}
+
+// notFoundError is Load's error when no candidate library could be
+// opened: errors.Is matches ErrNoDriver.
+type notFoundError struct{ tried []string }
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("%v (tried %d places; set %s to a path): %s", ErrNoDriver, len(e.tried), EnvLibrary, firstOf(e.tried))
+}
+
+func (e *notFoundError) Is(target error) bool { return target == ErrNoDriver }
+
+// NoGPUReason says in a few words why err (for which IsNoDriver holds)
+// means no GPU, for a one-line notice: "libcuda.so.1 not found; set
+// PINPOOL_LIBCUDA to its path", "no CUDA device", or the error itself. The full
+// error, with every place tried, is for verbose output.
+func NoGPUReason(err error) string {
+	var nf *notFoundError
+	switch {
+	case errors.As(err, &nf):
+		return fmt.Sprintf("%s not found; set %s to its path", libraryNames[0], EnvLibrary)
+	case errors.Is(err, ErrNoDevice):
+		return "no CUDA device"
+	case err == nil:
+		return ""
+	}
+	return err.Error()
 }
 
 func firstOf(s []string) string {

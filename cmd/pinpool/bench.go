@@ -129,8 +129,9 @@ func (c *benchCmd) Run(g *globals) error {
 	if r == nil {
 		return err
 	}
-	if r.IsNoGPU() {
-		fmt.Fprintf(g.stderr, "no GPU (%s): measured the host side only (allocation, pool); skipped the transfers\n", r.Machine.NoGPU)
+	if r.IsNoGPU() && (c.JSON || c.CSV || c.GoBench) {
+		// The table says it in its gpu line; other formats get it here, once.
+		fmt.Fprintf(g.stderr, "gpu: none (%s): measured the host side only\n", r.Machine.NoGPU)
 	}
 	if werr := c.write(g.stdout, r); werr != nil {
 		return errors.Join(err, werr)

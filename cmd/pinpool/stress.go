@@ -397,7 +397,7 @@ func probeGPU() (noGPU string, err error) {
 	n, err := cuda.DeviceCount()
 	switch {
 	case cuda.IsNoDriver(err):
-		return err.Error(), nil
+		return cuda.NoGPUReason(err), nil
 	case err != nil:
 		return "", err
 	case n == 0:

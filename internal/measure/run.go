@@ -27,7 +27,7 @@ func Run(ctx context.Context, plan Plan, command string) (*Report, error) {
 	g, err := openGPU(p)
 	switch {
 	case cuda.IsNoDriver(err):
-		r.Machine.NoGPU = err.Error()
+		r.Machine.NoGPU = cuda.NoGPUReason(err)
 	case err != nil:
 		return nil, fmt.Errorf("measure: opening device 0: %w", err)
 	default:
@@ -40,7 +40,7 @@ func Run(ctx context.Context, plan Plan, command string) (*Report, error) {
 			return r, err
 		}
 	} else if !p.NoTransfers {
-		r.Skipped = append(r.Skipped, "transfers: no GPU ("+r.Machine.NoGPU+")")
+		r.Skipped = append(r.Skipped, "transfers: no GPU")
 	}
 	if !p.NoAlloc {
 		if err := allocations(ctx, p, g, r, prog); err != nil {

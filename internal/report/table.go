@@ -81,7 +81,7 @@ func writeHeader(w io.Writer, r *measure.Report) {
 	var gpu []string
 	switch {
 	case m.NoGPU != "":
-		gpu = append(gpu, "none: "+m.NoGPU)
+		gpu = append(gpu, "none ("+m.NoGPU+")")
 	case m.GPU != "":
 		gpu = append(gpu, m.GPU)
 		if m.Driver != "" {

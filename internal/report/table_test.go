@@ -166,7 +166,7 @@ func TestWriteTable(t *testing.T) {
 			header: []string{
 				"date:     2026-05-04 10:00:00 UTC",
 				"command:  pinpool bench",
-				"gpu:      none: no CUDA driver (libcuda.so.1: cannot open shared object file)",
+				"gpu:      none (no CUDA driver (libcuda.so.1: cannot open shared object file))",
 				"cpu:      2 CPUs, 24 GiB memory, linux/arm64, host ci-runner",
 			},
 			titles: []string{
