@@ -138,8 +138,8 @@ func (c *benchCmd) Run(g *globals) error {
 	}
 	if c.Plot != "" {
 		switch perr := report.Plot(c.Plot, r); {
-		case errors.Is(perr, report.ErrNoTransfers):
-			fmt.Fprintf(g.stderr, "plot: no transfers were measured, %s not written\n", c.Plot)
+		case errors.Is(perr, report.ErrNothingToPlot):
+			fmt.Fprintf(g.stderr, "plot: nothing was measured, %s not written\n", c.Plot)
 		case perr != nil:
 			return errors.Join(err, perr)
 		default:

@@ -26,9 +26,12 @@ import (
 	"github.com/pinpool/pinpool/internal/measure"
 )
 
-// ErrNoTransfers is returned by Plot for a report without transfer rows
-// to draw.
-var ErrNoTransfers = errors.New("report: no transfer measurements to plot")
+// ErrNothingToPlot is returned by Plot for a report with no transfer,
+// allocation or pool rows to draw.
+var ErrNothingToPlot = errors.New("report: no measurements to plot")
+
+// errNoTransfers says that a report has no transfer rows to draw.
+var errNoTransfers = errors.New("report: no transfer measurements")
 
 // The look of the plot.
 const (
@@ -78,15 +81,19 @@ var otherStyles = []kindStyle{
 
 func rgb(r, g, b uint8) color.RGBA { return color.RGBA{R: r, G: g, B: b, A: 0xFF} }
 
-// Plot draws the transfer bandwidth of r against the transfer size into
-// the image file at path: a panel per direction measured (H2D, D2H,
-// both), side by side; in each a line with points per memory kind, the
-// size on a log₂ axis and GB/s from 0 on a linear one, the same for all
-// panels; one legend beside the panels; and a title naming the GPU and
-// the date. The file's extension picks the format, ".png" or ".svg"; any
-// other is an error, returned before anything is drawn. A report without
-// transfer rows gives ErrNoTransfers. The file is written only once the
-// image is complete.
+// Plot draws what r measured into the image file at path. The first row
+// has the transfer bandwidth against the transfer size: a panel per
+// direction measured (H2D, D2H, both), side by side; in each a line with
+// points per memory kind, the size on a log₂ axis and GB/s from 0 on a
+// linear one, the same for all panels; one legend beside them. The second
+// row has the host side, which a report has with or without a GPU: the
+// time per call of each allocation operation against the size, and the
+// pools' Get+Release pairs per second against the goroutines, each with
+// its legend inside. A title names the GPU (or says there is none) and the
+// date. The file's extension picks the format, ".png" or ".svg"; any other
+// is an error, returned before anything is drawn. A report with nothing to
+// draw gives ErrNothingToPlot. The file is written only once the image is
+// complete.
 func Plot(path string, r *measure.Report) error {
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext != ".png" && ext != ".svg" {
@@ -95,18 +102,35 @@ func Plot(path string, r *measure.Report) error {
 	if r == nil {
 		return fmt.Errorf("report: nil report")
 	}
-	panels, legend, err := bandwidthPanels(r)
-	if err != nil {
+	bw, legend, err := bandwidthPanels(r)
+	if err != nil && !errors.Is(err, errNoTransfers) {
 		return err
+	}
+	var host []*plot.Plot
+	for _, f := range []func(*measure.Report) (*plot.Plot, error){allocPanel, poolPanel} {
+		p, err := f(r)
+		if err != nil {
+			return err
+		}
+		if p != nil {
+			host = append(host, p)
+		}
+	}
+	if len(bw) == 0 && len(host) == 0 {
+		return ErrNothingToPlot
 	}
 
 	// A tenth more than the legend needs in Liberation Sans: an SVG viewer
 	// without it or Arial may draw its text in a wider font.
-	legendWidth := 1.1 * max(legend.Rectangle(draw.Canvas{}).Size().X,
-		textStyle(boldFont, 12, color.Black).Width(legendTitle))
-	width := 2*margin + vg.Length(len(panels))*panelWidth + vg.Length(len(panels)-1)*panelGap + legendGap + legendWidth
+	var legendWidth vg.Length
+	if len(bw) > 0 {
+		legendWidth = 1.1 * max(legend.Rectangle(draw.Canvas{}).Size().X,
+			textStyle(boldFont, 12, color.Black).Width(legendTitle))
+	}
+	rowWidth := func(n int) vg.Length { return vg.Length(n)*panelWidth + vg.Length(max(n-1, 0))*panelGap }
+	width := 2*margin + max(rowWidth(len(bw))+legendGap+legendWidth, rowWidth(len(host)))
 	// The title and subtitle wrap to the width of the panels and legend.
-	title, subtitle := plotTitles(r)
+	title, subtitle := plotTitles(r, len(bw) > 0)
 	titleStyle := textStyle(boldFont, 15, color.Black)
 	subStyle := textStyle(sansFont, 10.5, textGrey)
 	titleLines := wrap(titleStyle, title, width-2*margin)
@@ -118,7 +142,14 @@ func Plot(path string, r *measure.Report) error {
 	for _, l := range subLines {
 		titleHeight += subStyle.Height(l) + 2
 	}
-	height := 2*margin + titleHeight + panelHeight
+	rows := 0
+	if len(bw) > 0 {
+		rows++
+	}
+	if len(host) > 0 {
+		rows++
+	}
+	height := 2*margin + titleHeight + vg.Length(rows)*panelHeight + vg.Length(rows-1)*panelGap
 
 	var canvas interface {
 		vg.CanvasSizer
@@ -144,20 +175,32 @@ func Plot(path string, r *measure.Report) error {
 		top -= subStyle.Height(l) + 2
 	}
 
-	// The panels, then the legend to their right, its top level with the
-	// top of the panels' data areas.
-	body := draw.Crop(c, margin, -(margin + legendGap + legendWidth), margin, -(margin + titleHeight))
-	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: panelGap}
-	for i, p := range panels {
-		p.Draw(tiles.At(body, i, 0))
+	// The bandwidth row, then the legend to its right, its top level with
+	// the top of the panels' data areas; then the host row.
+	rowTop := margin + titleHeight
+	if len(bw) > 0 {
+		body := draw.Crop(c, margin, -(width - margin - rowWidth(len(bw))), height-rowTop-panelHeight, -rowTop)
+		tiles := draw.Tiles{Rows: 1, Cols: len(bw), PadX: panelGap}
+		for i, p := range bw {
+			p.Draw(tiles.At(body, i, 0))
+		}
+		dataTop := bw[0].DataCanvas(tiles.At(body, 0, 0)).Max.Y
+		lx := margin + rowWidth(len(bw)) + legendGap
+		lc := draw.Crop(c, lx, -(width - lx - legendWidth), height-rowTop-panelHeight, -rowTop)
+		headStyle := textStyle(boldFont, 12, color.Black)
+		headStyle.XAlign = draw.XLeft
+		c.FillText(headStyle, vg.Point{X: lc.Min.X, Y: dataTop}, legendTitle)
+		lc.Max.Y = dataTop - headStyle.Height(legendTitle) - 6
+		legend.Draw(lc)
+		rowTop += panelHeight + panelGap
 	}
-	dataTop := panels[0].DataCanvas(tiles.At(body, 0, 0)).Max.Y
-	lc := draw.Crop(c, c.Max.X-c.Min.X-margin-legendWidth, -margin, margin, 0)
-	headStyle := textStyle(boldFont, 12, color.Black)
-	headStyle.XAlign = draw.XLeft
-	c.FillText(headStyle, vg.Point{X: lc.Min.X, Y: dataTop}, legendTitle)
-	lc.Max.Y = dataTop - headStyle.Height(legendTitle) - 6
-	legend.Draw(lc)
+	if len(host) > 0 {
+		body := draw.Crop(c, margin, -(width - margin - rowWidth(len(host))), height-rowTop-panelHeight, -rowTop)
+		tiles := draw.Tiles{Rows: 1, Cols: len(host), PadX: panelGap}
+		for i, p := range host {
+			p.Draw(tiles.At(body, i, 0))
+		}
+	}
 
 	var buf bytes.Buffer
 	if _, err := canvas.WriteTo(&buf); err != nil {
@@ -185,7 +228,7 @@ func svgFontFallback(svg []byte) []byte {
 // plotTitles returns the image's title (the GPU and the date) and a
 // subtitle saying what the numbers are, each as the pieces a line may
 // break between.
-func plotTitles(r *measure.Report) (title, subtitle []string) {
+func plotTitles(r *measure.Report, transfers bool) (title, subtitle []string) {
 	m := r.Machine
 	gpu := m.GPU
 	switch {
@@ -204,15 +247,20 @@ func plotTitles(r *measure.Report) (title, subtitle []string) {
 	if len(about) > 0 {
 		gpu += " (" + strings.Join(about, ", ") + ")"
 	}
-	title = []string{"Host-device transfer bandwidth,", oneLine(gpu)}
+	title = []string{"Pinned host memory,", oneLine(gpu)}
+	if transfers {
+		title[0] = "Host-device transfer bandwidth,"
+	}
 	if !r.Date.IsZero() {
 		title[1] += ","
 		title = append(title, r.Date.Format("2006-01-02 15:04 MST"))
 	}
-	subtitle = []string{
-		"median of the repeats at each size;",
-		"1 GB/s = 10^9 bytes per second;",
-		`"both" runs H2D and D2H at once and counts the bytes of both`,
+	subtitle = []string{"median of the repeats at each size;"}
+	if transfers {
+		subtitle = append(subtitle, "1 GB/s = 10^9 bytes per second;",
+			`"both" runs H2D and D2H at once and counts the bytes of both`)
+	} else {
+		subtitle[0] = "median of the repeats at each size"
 	}
 	if m.Hostname != "" {
 		subtitle[len(subtitle)-1] += ";"
@@ -246,7 +294,7 @@ func bandwidthPanels(r *measure.Report) ([]*plot.Plot, plot.Legend, error) {
 		}
 	}
 	if len(ts) == 0 {
-		return nil, plot.Legend{}, ErrNoTransfers
+		return nil, plot.Legend{}, errNoTransfers
 	}
 	kinds := kindsIn(ts)
 	styles := map[measure.Kind]kindStyle{}

@@ -56,7 +56,7 @@ func countColors(img image.Image, colors []color.Color) []int {
 func TestPlotPNG(t *testing.T) {
 	dir := t.TempDir()
 	full := filepath.Join(dir, "bandwidth.png")
-	if err := Plot(full, h200Report()); err != nil {
+	if err := Plot(full, transfersOnly(h200Report())); err != nil {
 		t.Fatal(err)
 	}
 	img := decodePNG(t, full)
@@ -82,7 +82,7 @@ func TestPlotPNG(t *testing.T) {
 
 	// One direction: one panel, narrower by two panels and their gaps.
 	one := filepath.Join(dir, "UPPER.PNG")
-	if err := Plot(one, without(h200Report(), func(t measure.Transfer) bool { return t.Dir != measure.H2D })); err != nil {
+	if err := Plot(one, transfersOnly(without(h200Report(), func(t measure.Transfer) bool { return t.Dir != measure.H2D }))); err != nil {
 		t.Fatal(err)
 	}
 	img1 := decodePNG(t, one)
@@ -93,6 +93,43 @@ func TestPlotPNG(t *testing.T) {
 	// The same panels, under a title wrapped to more lines.
 	if h1 := img1.Bounds().Dy(); h1 <= h || float64(h1) > 6*plotDPI {
 		t.Errorf("one panel is %d px high, three %d: want a little higher", h1, h)
+	}
+}
+
+// transfersOnly is r without its host-side rows (one row of panels).
+func transfersOnly(r *measure.Report) *measure.Report {
+	c := *r
+	c.Allocs, c.Pool = nil, nil
+	return &c
+}
+
+// TestPlotHostSide: a report without a GPU still draws its allocation
+// costs and pool throughput (the README's main command, run without a GPU,
+// promises a plot); with a GPU they form a second row under the bandwidth.
+func TestPlotHostSide(t *testing.T) {
+	dir := t.TempDir()
+	host := filepath.Join(dir, "host.png")
+	if err := Plot(host, noGPUReport()); err != nil {
+		t.Fatalf("no-GPU report: %v", err)
+	}
+	img := decodePNG(t, host)
+	w, h := img.Bounds().Dx(), img.Bounds().Dy()
+	if w < 2*5*plotDPI || w > 11*plotDPI || float64(h) < 4.4*plotDPI || h > 6*plotDPI {
+		t.Errorf("two host panels: image is %d×%d px", w, h)
+	}
+	colors := []color.Color{opStyles[measure.OpMmapLock].color, opStyles[measure.OpMunmap].color,
+		implStyles[measure.ImplPinpool].color, implStyles[measure.ImplSeed].color}
+	for i, n := range countColors(img, colors) {
+		if n < 100 {
+			t.Errorf("line %d: %d pixels of its colour, want a line's worth", i, n)
+		}
+	}
+	both := filepath.Join(dir, "both.png")
+	if err := Plot(both, h200Report()); err != nil {
+		t.Fatal(err)
+	}
+	if h2 := decodePNG(t, both).Bounds().Dy(); float64(h2) < 2*4.4*plotDPI {
+		t.Errorf("bandwidth and host rows: %d px high, want two rows", h2)
 	}
 }
 
@@ -167,15 +204,15 @@ func TestPlotErrors(t *testing.T) {
 		name    string
 		file    string
 		report  *measure.Report
-		noData  bool     // errors.Is(err, ErrNoTransfers)
+		noData  bool     // errors.Is(err, ErrNothingToPlot)
 		message []string // in the error
 	}{
 		{"pdf", "bw.pdf", h200Report(), false, []string{"report: ", `".pdf"`, ".png", ".svg"}},
 		{"no extension", "bw", h200Report(), false, []string{"report: ", ".png", ".svg"}},
 		// The extension is checked before the data.
 		{"bad extension, no data", "bw.jpg", noGPUReport(), false, []string{`".jpg"`, ".png", ".svg"}},
-		{"no transfers png", "bw.png", noGPUReport(), true, []string{"report: "}},
-		{"no transfers svg", "bw.svg", &measure.Report{}, true, []string{"report: "}},
+		{"nothing measured png", "bw.png", &measure.Report{}, true, []string{"report: "}},
+		{"nothing measured svg", "bw.svg", &measure.Report{}, true, []string{"report: "}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,8 +221,8 @@ func TestPlotErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if got := errors.Is(err, ErrNoTransfers); got != tt.noData {
-				t.Errorf("errors.Is(%v, ErrNoTransfers) = %v, want %v", err, got, tt.noData)
+			if got := errors.Is(err, ErrNothingToPlot); got != tt.noData {
+				t.Errorf("errors.Is(%v, ErrNothingToPlot) = %v, want %v", err, got, tt.noData)
 			}
 			for _, s := range tt.message {
 				if !strings.Contains(err.Error(), s) {
