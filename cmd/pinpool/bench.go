@@ -40,6 +40,8 @@ type benchCmd struct {
 	NoTransfers bool          `help:"Skip the transfer benchmark."`
 	NoAlloc     bool          `help:"Skip the allocation benchmark."`
 	NoPool      bool          `help:"Skip the pool benchmark."`
+	CopySizes   []byteSize    `sep:"," placeholder:"SIZE,..." help:"Sizes of the host memory copy benchmark, the ceiling of staging (default 64KiB,1MiB,16MiB,256MiB); its goroutines are --goroutines."`
+	NoHostCopy  bool          `help:"Skip the host memory copy benchmark."`
 
 	JSON     bool   `xor:"format" help:"Print the report as JSON."`
 	CSV      bool   `xor:"format" help:"Print the report as CSV (one header, a row per measurement)."`
@@ -77,8 +79,11 @@ func (c *benchCmd) plan() measure.Plan {
 	p := measure.Plan{
 		MinRepeats: c.Repeats, MinTime: c.MinTime, Warmup: c.Warmup, RotateBytes: int64(c.Rotate),
 		AllocRepeats: c.AllocCalls, PoolSize: int64(c.PoolSize), PoolTime: c.PoolTime,
-		NoTransfers: c.NoTransfers, NoAlloc: c.NoAlloc, NoPool: c.NoPool,
+		NoTransfers: c.NoTransfers, NoAlloc: c.NoAlloc, NoPool: c.NoPool, NoHostCopy: c.NoHostCopy,
 		PoolGoroutines: c.Goroutines,
+	}
+	if len(c.CopySizes) > 0 {
+		p.CopySizes = toInt64(c.CopySizes)
 	}
 	if p.Warmup == 0 {
 		p.Warmup = -1 // measure.Plan: 0 means the default; the flag's 0 means none

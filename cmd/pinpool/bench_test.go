@@ -21,6 +21,7 @@ import (
 var smallBench = []string{
 	"bench", "--sizes", "4KiB,64KiB", "--repeats", "2", "--min-time", "1ms", "--rotate", "1MiB",
 	"--alloc-sizes", "4KiB", "--alloc-calls", "2", "--goroutines", "1,2", "--pool-time", "10ms", "--pool-size", "4KiB",
+	"--copy-sizes", "64KiB,1MiB",
 }
 
 func benchCLI(t *testing.T, extra ...string) (stdout, stderr string) {

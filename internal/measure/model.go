@@ -160,6 +160,21 @@ type PoolRun struct {
 }
 
 // Machine describes where a report was measured.
+// HostCopy is one row of the host memory copy benchmark: Size bytes
+// copied from one ordinary Go slice to another by Threads goroutines at
+// once, each its own contiguous part, with no DMA running. It is the
+// ceiling of the staging path (which copies ordinary memory into pinned
+// buffers) on this machine, measured with or without a GPU.
+type HostCopy struct {
+	Size    int64         `json:"size_bytes"`
+	Threads int           `json:"threads"`
+	Repeats int           `json:"repeats"`
+	Median  time.Duration `json:"median_ns"`
+	Min     time.Duration `json:"min_ns"`
+	Max     time.Duration `json:"max_ns"`
+	GBps    float64       `json:"gigabytes_per_second"` // 10^9 bytes per second, at the median
+}
+
 type Machine struct {
 	Hostname string `json:"hostname"`
 	GOOS     string `json:"goos"`
@@ -188,6 +203,9 @@ type Report struct {
 	Transfers []Transfer `json:"transfers"`
 	Allocs    []Alloc    `json:"allocations"`
 	Pool      []PoolRun  `json:"pool"`
+	// HostCopies is the host memory copy benchmark (the ceiling of
+	// staging), by size and threads.
+	HostCopies []HostCopy `json:"host_copies,omitempty"`
 	// Skipped says, one line each, what was not measured and why ("mapped:
 	// the device cannot map host memory").
 	Skipped []string `json:"skipped,omitempty"`

@@ -64,6 +64,13 @@ type Plan struct {
 	// NoTransfers skips the transfer benchmark.
 	NoTransfers bool
 
+	// CopySizes are the sizes of the host memory copy benchmark (default
+	// 64 KiB, 1 MiB, 16 MiB, 256 MiB) and CopyThreads its goroutine
+	// counts (default PoolGoroutines). NoHostCopy skips it.
+	CopySizes   []int64
+	CopyThreads []int
+	NoHostCopy  bool
+
 	// Progress, when set, is called after every measured row, from the
 	// goroutine that called Run.
 	Progress func(Step)
@@ -144,6 +151,12 @@ func (p Plan) WithDefaults() (Plan, error) {
 	if p.PoolSize == 0 {
 		p.PoolSize = 64 << 10
 	}
+	if p.CopySizes == nil {
+		p.CopySizes = []int64{64 << 10, 1 << 20, 16 << 20, 256 << 20}
+	}
+	if p.CopyThreads == nil {
+		p.CopyThreads = slices.Clone(p.PoolGoroutines)
+	}
 	if p.PoolTime == 0 {
 		p.PoolTime = 200 * time.Millisecond
 	}
@@ -196,6 +209,16 @@ func (p Plan) check() error {
 	for _, g := range p.PoolGoroutines {
 		if g < 1 || g > 1<<16 {
 			return bad("pool goroutines %d: want 1 .. 65536", g)
+		}
+	}
+	for _, s := range p.CopySizes {
+		if s < 1 || s > 4<<30 {
+			return bad("host copy size %d: want 1 .. %d bytes", s, int64(4<<30))
+		}
+	}
+	for _, g := range p.CopyThreads {
+		if g < 1 || g > 1<<16 {
+			return bad("host copy threads %d: want 1 .. 65536", g)
 		}
 	}
 	return nil

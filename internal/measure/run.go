@@ -52,6 +52,11 @@ func Run(ctx context.Context, plan Plan, command string) (*Report, error) {
 			return r, err
 		}
 	}
+	if !p.NoHostCopy {
+		if err := hostCopies(ctx, p, r, prog); err != nil {
+			return r, err
+		}
+	}
 	return r, nil
 }
 
@@ -79,6 +84,9 @@ func (p Plan) steps(gpu bool) int {
 	}
 	if !p.NoPool {
 		n += 2 * len(p.PoolGoroutines)
+	}
+	if !p.NoHostCopy {
+		n += len(p.CopySizes) * len(p.CopyThreads)
 	}
 	return n
 }

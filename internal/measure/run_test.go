@@ -177,3 +177,32 @@ func TestNoDriverIsHostOnly(t *testing.T) {
 		t.Fatalf("openGPU without a GPU: %v, want an error cuda.IsNoDriver accepts", err)
 	}
 }
+
+// TestHostCopies measures the host copy rows of a small plan: one per size
+// and distinct goroutine count, a goroutine count too large for a size
+// measured once as the most the size allows, and every rate positive.
+func TestHostCopies(t *testing.T) {
+	p, err := Plan{NoTransfers: true, NoAlloc: true, NoPool: true, CopySizes: []int64{64 << 10, 1 << 20},
+		CopyThreads: []int{1, 2, 4}, MinRepeats: 3, MinTime: time.Millisecond}.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps int
+	p.Progress = func(Step) { steps++ }
+	r, err := Run(context.Background(), p, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 64 KiB allows one goroutine; 1 MiB allows 1, 2 and 4.
+	if len(r.HostCopies) != 4 {
+		t.Fatalf("%d rows, want 4: %+v", len(r.HostCopies), r.HostCopies)
+	}
+	for _, h := range r.HostCopies {
+		if h.GBps <= 0 || h.Repeats < 3 || h.Median <= 0 || h.Size/int64(h.Threads) < minCopyPart {
+			t.Errorf("row %+v", h)
+		}
+	}
+	if steps != p.steps(false) {
+		t.Errorf("%d progress steps, plan says %d", steps, p.steps(false))
+	}
+}

@@ -22,14 +22,16 @@ const (
 	sectionTransfer = "transfer" // a measure.Transfer
 	sectionAlloc    = "alloc"    // a measure.Alloc
 	sectionPool     = "pool"     // a measure.PoolRun
+	sectionHostCopy = "hostcopy" // a measure.HostCopy (goroutines: its threads)
 )
 
 // WriteCSV writes r as one CSV table: a header row
 //
 //	section,kind,direction,op,impl,size_bytes,goroutines,repeats,median_ns,min_ns,max_ns,gbps,ops_per_second,ns_per_op
 //
-// then a row per transfer, per allocation measurement and per pool run,
-// in report order, section being "transfer", "alloc" or "pool" and the
+// then a row per transfer, per allocation measurement, per pool run and
+// per host copy, in report order, section being "transfer", "alloc",
+// "pool" or "hostcopy" (its threads in the goroutines column) and the
 // cells a section has no use for empty. Times are integer nanoseconds,
 // sizes bytes, and rates are written in full precision. The machine, the
 // command, the transfers' timers and the pool runs' operation counts,
@@ -65,6 +67,14 @@ func WriteCSV(w io.Writer, r *measure.Report) error {
 			itoa(p.Size), strconv.Itoa(p.Goroutines), "",
 			"", "", "",
 			"", ftoa(p.OpsPerSec), ftoa(p.NsPerOp),
+		})
+	}
+	for _, h := range r.HostCopies {
+		write([]string{
+			sectionHostCopy, "", "", "", "",
+			itoa(h.Size), strconv.Itoa(h.Threads), strconv.Itoa(h.Repeats),
+			nanos(h.Median), nanos(h.Min), nanos(h.Max),
+			ftoa(h.GBps), "", "",
 		})
 	}
 	cw.Flush()

@@ -59,7 +59,7 @@ func TestWriteCSV(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := tt.report
-			if want := 1 + len(r.Transfers) + len(r.Allocs) + len(r.Pool); len(recs) != want {
+			if want := 1 + len(r.Transfers) + len(r.Allocs) + len(r.Pool) + len(r.HostCopies); len(recs) != want {
 				t.Fatalf("%d records, want %d (header + one per row)", len(recs), want)
 			}
 			col := map[string]int{}

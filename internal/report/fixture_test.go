@@ -186,6 +186,13 @@ func noGPUReport() *measure.Report {
 		poolRun(measure.ImplPinpool, 2, mib, 39, "host"),
 		poolRun(measure.ImplSeed, 2, mib, 170, "host"),
 	}
+	for _, n := range []int64{64 * kib, mib, 16 * mib} {
+		for _, th := range []int{1, 2} {
+			gbps := 8 * float64(th) * float64(n) / float64(n+64*kib)
+			med := time.Duration(float64(n) / gbps)
+			r.HostCopies = append(r.HostCopies, measure.HostCopy{Size: n, Threads: th, Repeats: 10, Median: med, Min: med, Max: med, GBps: gbps})
+		}
+	}
 	return r
 }
 

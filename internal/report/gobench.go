@@ -47,7 +47,7 @@ func WriteGoBench(w io.Writer, r *measure.Report) error {
 		config("gpu", m.GPU)
 		config("driver", m.Driver)
 	}
-	if len(r.Transfers) > 0 {
+	if len(r.Transfers) > 0 || len(r.HostCopies) > 0 {
 		fmt.Fprintln(ew, "Unit GB/s better=higher")
 	}
 	if len(r.Pool) > 0 {
@@ -71,6 +71,10 @@ func WriteGoBench(w io.Writer, r *measure.Report) error {
 		}
 		fmt.Fprintf(ew, "BenchmarkPool/impl=%s%s/goroutines=%d \t %d \t %s ns/op \t %s ops/s\n",
 			namePart(p.Impl), size, p.Goroutines, p.Ops, ftoa(p.NsPerOp), ftoa(p.OpsPerSec))
+	}
+	for _, h := range r.HostCopies {
+		fmt.Fprintf(ew, "BenchmarkHostCopy/size=%s/threads=%d \t %d \t %d ns/op \t %s GB/s\n",
+			compactSize(h.Size), h.Threads, h.Repeats, int64(h.Median), ftoa(h.GBps))
 	}
 	if ew.err != nil {
 		return fmt.Errorf("report: writing Go benchmark format: %w", ew.err)

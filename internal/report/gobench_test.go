@@ -59,6 +59,13 @@ func wantResults(t *testing.T, r *measure.Report, poolSize bool) []wantResult {
 			values: map[string]float64{"ns/op": p.NsPerOp, "ops/s": p.OpsPerSec},
 		})
 	}
+	for _, h := range r.HostCopies {
+		out = append(out, wantResult{
+			name:   fmt.Sprintf("HostCopy/size=%s/threads=%d", size(h.Size), h.Threads),
+			iters:  h.Repeats,
+			values: map[string]float64{"ns/op": float64(int64(h.Median)), "GB/s": h.GBps},
+		})
+	}
 	return out
 }
 

@@ -87,9 +87,10 @@ func rgb(r, g, b uint8) color.RGBA { return color.RGBA{R: r, G: g, B: b, A: 0xFF
 // points per memory kind, the size on a log₂ axis and GB/s from 0 on a
 // linear one, the same for all panels; one legend beside them. The second
 // row has the host side, which a report has with or without a GPU: the
-// time per call of each allocation operation against the size, and the
-// pools' Get+Release pairs per second against the goroutines, each with
-// its legend inside. A title names the GPU (or says there is none) and the
+// time per call of each allocation operation against the size, the
+// pools' Get+Release pairs per second against the goroutines, and the host
+// memory copy bandwidth against the size (the ceiling of staging), each
+// with its legend inside. A title names the GPU (or says there is none) and the
 // date. The file's extension picks the format, ".png" or ".svg"; any other
 // is an error, returned before anything is drawn. A report with nothing to
 // draw gives ErrNothingToPlot. The file is written only once the image is
@@ -107,7 +108,7 @@ func Plot(path string, r *measure.Report) error {
 		return err
 	}
 	var host []*plot.Plot
-	for _, f := range []func(*measure.Report) (*plot.Plot, error){allocPanel, poolPanel} {
+	for _, f := range []func(*measure.Report) (*plot.Plot, error){allocPanel, poolPanel, hostCopyPanel} {
 		p, err := f(r)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -136,6 +137,65 @@ func poolPanel(r *measure.Report) (*plot.Plot, error) {
 	p.X.Min, p.X.Max = float64(minG)/math.Sqrt2, float64(maxG)*math.Sqrt2
 	p.Y.Min, p.Y.Max = decadeBelow(lo), decadeAbove(hi)
 	return p, nil
+}
+
+// hostCopyPanel draws the host memory copy bandwidth against the size,
+// a line per goroutine count, or returns nil without such rows.
+func hostCopyPanel(r *measure.Report) (*plot.Plot, error) {
+	var rows []measure.HostCopy
+	for _, h := range r.HostCopies {
+		if h.Size > 0 && h.GBps > 0 && !math.IsInf(h.GBps, 0) {
+			rows = append(rows, h)
+		}
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	p := newPanel("Host memory copy: the ceiling of staging", "copy size (bytes)", "bandwidth (GB/s)")
+	p.Legend.Left = false // the lines fall to the right: keep the legend off the small sizes
+	sizes := sortedInt64(ordered(nil, rows, func(h measure.HostCopy) int64 { return h.Size }))
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = sizeTicks(sizes)
+	ymax := 0.0
+	for _, h := range rows {
+		ymax = max(ymax, h.GBps)
+	}
+	ymax, ystep := niceCeil(ymax * 1.3) // room for the legend above the lines
+	var yticks plot.ConstantTicks
+	for i := 0; float64(i)*ystep <= ymax*(1+1e-9); i++ {
+		v := round12(float64(i) * ystep)
+		yticks = append(yticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+	}
+	p.Y.Tick.Marker = yticks
+	threads := ordered(nil, rows, func(h measure.HostCopy) int { return h.Threads })
+	slices.Sort(threads)
+	for i, n := range threads {
+		var xys plotter.XYs
+		for _, h := range rows {
+			if h.Threads == n {
+				xys = append(xys, plotter.XY{X: float64(h.Size), Y: h.GBps})
+			}
+		}
+		slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
+		if err := addLine(p, goroutines(n), xys, threadStyles[i%len(threadStyles)]); err != nil {
+			return nil, err
+		}
+	}
+	p.X.Min, p.X.Max = float64(sizes[0])/math.Sqrt2, float64(sizes[len(sizes)-1])*math.Sqrt2
+	p.Y.Min, p.Y.Max = 0, ymax
+	return p, nil
+}
+
+// threadStyles are the lines of the host copy panel, by goroutine count in
+// ascending order.
+var threadStyles = []kindStyle{
+	{rgb(0xD5, 0x5E, 0x00), draw.CircleGlyph{}},
+	{rgb(0xE6, 0x9F, 0x00), draw.RingGlyph{}},
+	{rgb(0x00, 0x9E, 0x73), draw.PyramidGlyph{}},
+	{rgb(0x56, 0xB4, 0xE9), draw.TriangleGlyph{}},
+	{rgb(0x00, 0x72, 0xB2), draw.BoxGlyph{}},
+	{rgb(0xCC, 0x79, 0xA7), draw.SquareGlyph{}},
+	{rgb(0x00, 0x00, 0x00), draw.CrossGlyph{}},
 }
 
 // newPanel returns a panel with the look of the bandwidth panels and a

@@ -23,7 +23,8 @@ const latencyMaxSize = 64 << 10
 // bandwidth in GB/s (sizes down, memory kinds across) and the median
 // latency in µs of the transfers of at most 64 KiB; the cost of the
 // allocation operations; the pool's throughput against the seed design;
-// and what was skipped. Sections with nothing in them are left out.
+// the host memory copy bandwidth (the ceiling of staging); and what was
+// skipped. Sections with nothing in them are left out.
 func WriteTable(w io.Writer, r *measure.Report) error {
 	if r == nil {
 		return fmt.Errorf("report: nil report")
@@ -34,6 +35,7 @@ func WriteTable(w io.Writer, r *measure.Report) error {
 	tables = append(tables, transferTables(r)...)
 	tables = append(tables, allocTables(r)...)
 	tables = append(tables, poolTables(r)...)
+	tables = append(tables, hostCopyTables(r)...)
 	for _, t := range tables {
 		fmt.Fprintln(ew)
 		t.write(ew)
@@ -368,4 +370,43 @@ func poolTables(r *measure.Report) []table {
 		t.rows = append(t.rows, row)
 	}
 	return []table{t}
+}
+
+// hostCopyTables returns the host copy table: GB/s, a row per size and a
+// column per goroutine count.
+func hostCopyTables(r *measure.Report) []table {
+	if len(r.HostCopies) == 0 {
+		return nil
+	}
+	sizes := ordered(nil, r.HostCopies, func(h measure.HostCopy) int64 { return h.Size })
+	slices.SortFunc(sizes, cmpInt64)
+	threads := ordered(nil, r.HostCopies, func(h measure.HostCopy) int { return h.Threads })
+	slices.Sort(threads)
+	t := table{title: "Host memory copy, GB/s (the ceiling of staging: ordinary memory copied by N goroutines, no DMA running)"}
+	t.head = append(t.head, "size")
+	for _, n := range threads {
+		t.head = append(t.head, goroutines(n))
+	}
+	for _, size := range sizes {
+		row := []string{formatSize(size)}
+		for _, n := range threads {
+			cell := missing
+			for _, h := range r.HostCopies {
+				if h.Size == size && h.Threads == n {
+					cell = sig3(h.GBps)
+				}
+			}
+			row = append(row, cell)
+		}
+		t.rows = append(t.rows, row)
+	}
+	return []table{t}
+}
+
+// goroutines is "1 goroutine", "2 goroutines", ...
+func goroutines(n int) string {
+	if n == 1 {
+		return "1 goroutine"
+	}
+	return fmt.Sprintf("%d goroutines", n)
 }

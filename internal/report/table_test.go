@@ -172,6 +172,7 @@ func TestWriteTable(t *testing.T) {
 			titles: []string{
 				"Allocations: time per call (median)",
 				"Pool: Get+Release pairs, all goroutines (1 MiB buffers, host backend)",
+				"Host memory copy, GB/s (the ceiling of staging: ordinary memory copied by N goroutines, no DMA running)",
 			},
 			rowLabels: map[string][]string{
 				"Allocations: time per call (median)": {"mmap+mlock", "mmap+mlock", "mmap+mlock", "munmap", "munmap", "munmap"},
@@ -181,6 +182,8 @@ func TestWriteTable(t *testing.T) {
 				{"Allocations", []string{"munmap", "4 KiB"}, "median", "1.62 µs"},
 				{"Pool", []string{"2"}, "pinpool/seed", "4.36×"},
 				{"Pool", []string{"1"}, "seed M ops/s", "16.7"},
+				{"Host memory copy", []string{"1 MiB"}, "2 goroutines", "15.1"},
+				{"Host memory copy", []string{"64 KiB"}, "1 goroutine", "4.00"},
 			},
 			notContain: []string{"Transfers", "skipped:", "compute capability"},
 		},

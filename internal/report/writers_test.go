@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -45,5 +46,33 @@ func TestWritersReportErrors(t *testing.T) {
 	}
 	if err := Plot("x.png", nil); err == nil || !strings.HasPrefix(err.Error(), "report: ") {
 		t.Errorf("Plot nil report: error %v", err)
+	}
+}
+
+// TestHostCopyRows: every writer carries the host copy rows.
+func TestHostCopyRows(t *testing.T) {
+	r := noGPUReport()
+	var table, csvOut, gob bytes.Buffer
+	if err := WriteTable(&table, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCSV(&csvOut, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteGoBench(&gob, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ what, out, want string }{
+		{"table", table.String(), "Host memory copy, GB/s"},
+		{"table", table.String(), "2 goroutines"},
+		{"csv", csvOut.String(), "hostcopy,,,,,1048576,2,10,"},
+		{"gobench", gob.String(), "BenchmarkHostCopy/size=1MiB/threads=2"},
+	} {
+		if !strings.Contains(c.out, c.want) {
+			t.Errorf("%s lacks %q:\n%s", c.what, c.want, c.out)
+		}
+	}
+	if n := strings.Count(csvOut.String(), "\nhostcopy,"); n != len(r.HostCopies) {
+		t.Errorf("csv has %d hostcopy rows, want %d", n, len(r.HostCopies))
 	}
 }

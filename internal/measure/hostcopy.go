@@ -1,0 +1,97 @@
+package measure
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// minCopyPart is the smallest part one goroutine copies: below it, the
+// cost of handing out the work hides the copy.
+const minCopyPart = 64 << 10
+
+// hostCopies measures the host memory copy bandwidth for every size and
+// thread count of the plan: the ceiling of staging on this machine. A
+// thread count that would give a goroutine less than minCopyPart of a
+// size is measured with as many goroutines as the size allows, once.
+func hostCopies(ctx context.Context, p Plan, r *Report, prog *progress) error {
+	for _, size := range p.CopySizes {
+		src, dst := make([]byte, size), make([]byte, size)
+		for i := range src {
+			src[i] = byte(i)
+		}
+		clear(dst) // touch every page before timing
+		done := map[int]bool{}
+		for _, want := range p.CopyThreads {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			threads := int(max(1, min(int64(want), size/minCopyPart)))
+			if done[threads] {
+				prog.step("host copy %d bytes: %d goroutines as %d", size, want, threads)
+				continue
+			}
+			done[threads] = true
+			row, err := hostCopyRow(ctx, p, src, dst, threads)
+			if err != nil {
+				return err
+			}
+			r.HostCopies = append(r.HostCopies, row)
+			prog.step("host copy %d bytes, %d goroutines", size, threads)
+		}
+	}
+	return nil
+}
+
+// hostCopyRow times copies of src into dst split among threads goroutines,
+// which stay up between repeats and wait at a barrier for each.
+func hostCopyRow(ctx context.Context, p Plan, src, dst []byte, threads int) (HostCopy, error) {
+	size := int64(len(src))
+	part := (size + int64(threads) - 1) / int64(threads)
+	var wg sync.WaitGroup
+	starts := make([]chan struct{}, threads)
+	for t := range threads {
+		starts[t] = make(chan struct{})
+		lo, hi := min(int64(t)*part, size), min(int64(t+1)*part, size)
+		go func() {
+			for range starts[t] {
+				copy(dst[lo:hi], src[lo:hi])
+				wg.Done()
+			}
+		}()
+	}
+	defer func() {
+		for _, c := range starts {
+			close(c)
+		}
+	}()
+	once := func() time.Duration {
+		wg.Add(threads)
+		t0 := time.Now()
+		for _, c := range starts {
+			c <- struct{}{}
+		}
+		wg.Wait()
+		return time.Since(t0)
+	}
+	for range p.Warmup {
+		once()
+	}
+	var s samples
+	for !s.enough(p) {
+		if err := ctx.Err(); err != nil {
+			return HostCopy{}, err
+		}
+		s = append(s, once())
+	}
+	if dst[size-1] != src[size-1] || dst[0] != src[0] {
+		return HostCopy{}, fmt.Errorf("measure: host copy of %d bytes with %d goroutines: the copy is wrong", size, threads)
+	}
+	med, lo, hi := s.summary()
+	row := HostCopy{Size: size, Threads: threads, Repeats: len(s), Median: med, Min: lo, Max: hi}
+	if med > 0 {
+		row.GBps = float64(size) / med.Seconds() / 1e9
+	}
+	return row, nil
+}
