@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
 	"io"
 	"math"
 	"net"
@@ -37,6 +38,8 @@ import (
 // --wait D, Get with a deadline of D. Any failed get or release in any pass
 // makes the command exit 1 after printing the report.
 type stressCmd struct {
+	holds int // frames held at most at once, to fit RLIMIT_MEMLOCK; 0: no bound (set by Run)
+
 	Goroutines  int           `default:"10" help:"Goroutines, each getting and releasing a buffer in a loop (the seed test's threads)."`
 	Iterations  int           `default:"100" help:"Measured iterations per goroutine."`
 	Size        byteSize      `default:"3110400" help:"Bytes per get; default a 1080p NV12 frame. Units: KiB, MiB, GiB (also K, M, G) or kB, MB, GB."`
@@ -142,6 +145,7 @@ func (c *stressCmd) Run(g *globals) error {
 		return err
 	}
 	defer p.Close()
+	c.fitLockLimit(g, p)
 
 	rep := &stressReport{
 		Workload: stressWorkload{
@@ -164,6 +168,9 @@ func (c *stressCmd) Run(g *globals) error {
 	}
 	if c.Wait > 0 {
 		rep.Workload.Get = fmt.Sprintf("Get with a %v deadline", c.Wait)
+	}
+	if c.holds > 0 {
+		rep.Workload.Get += fmt.Sprintf(", at most %d frames held at once (RLIMIT_MEMLOCK)", c.holds)
 	}
 	if c.MetricsAddr != "" {
 		url, stop, err := serveMetrics(c.MetricsAddr, p)
@@ -213,6 +220,9 @@ func (c *stressCmd) workload(warmup bool) seedpool.Workload {
 // measure runs the warm-up pass (when asked) and the measured pass with get,
 // calling between after the warm-up, and fills in r's timing figures.
 func (c *stressCmd) measure(r *stressResult, get func(int) (func() error, error), between func()) {
+	if c.holds > 0 {
+		get = holdAtMost(c.holds, get)
+	}
 	if c.Warmup > 0 {
 		res, _ := c.workload(true).Run(get)
 		r.WarmupFailures = res.Failures
@@ -433,4 +443,41 @@ func serveMetrics(addr string, p *pinpool.Pool) (url string, stop func(), err er
 		<-done
 	}
 	return "http://" + ln.Addr().String() + "/metrics", stop, nil
+}
+
+// fitLockLimit fits the workload into RLIMIT_MEMLOCK when it bounds the
+// pool (host backend, no CAP_IPC_LOCK) and the goroutines' frames do not
+// fit at once: every contender then holds at most as many frames as fit,
+// the others waiting their turn (pinpool's pool waits for room, as a Get
+// does under a Budget), and one line says so.
+func (c *stressCmd) fitLockLimit(g *globals, p *pinpool.Pool) {
+	limit := p.Stats().LockLimit
+	frame := (int64(c.Size) + 4095) &^ 4095
+	if limit <= 0 || int64(c.Goroutines)*frame <= limit {
+		return
+	}
+	c.holds = int(max(1, limit/frame))
+	if c.Wait == 0 {
+		c.Wait = time.Minute
+	}
+	fmt.Fprintf(g.stderr, "stress: RLIMIT_MEMLOCK lets this process lock %s, %d of the %d goroutines' frames at once: the others wait their turn (raise it with %s)\n",
+		units.Size(limit), c.holds, c.Goroutines, hostmem.RaiseLockLimitHint)
+}
+
+// holdAtMost lets at most n results of get be held (not yet released) at
+// once: a get beyond that waits for a release.
+func holdAtMost(n int, get func(int) (func() error, error)) func(int) (func() error, error) {
+	sem := make(chan struct{}, n)
+	return func(size int) (func() error, error) {
+		sem <- struct{}{}
+		release, err := get(size)
+		if err != nil {
+			<-sem
+			return nil, err
+		}
+		return func() error {
+			defer func() { <-sem }()
+			return release()
+		}, nil
+	}
 }

@@ -3,6 +3,8 @@ package measure
 import (
 	"context"
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
+	"strings"
 	"time"
 
 	"github.com/pinpool/pinpool"
@@ -147,9 +149,24 @@ func allocations(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress)
 		defer hp.Close()
 		pool = hp
 	}
+	// Without a GPU the host backend locks with mlock: sizes the process
+	// may not lock (RLIMIT_MEMLOCK) are skipped, said once.
+	var overLimit []string
+	allowance, limited := pinpool.NewHostBackend(hostmem.Options{}).LockAllowance()
+	defer func() {
+		if len(overLimit) > 0 {
+			r.Skipped = append(r.Skipped, fmt.Sprintf("allocation %s: above RLIMIT_MEMLOCK (%s); raise it with %s",
+				strings.Join(overLimit, ", "), units.Size(allowance), hostmem.RaiseLockLimitHint))
+		}
+	}()
 	for _, size := range p.AllocSizes {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if g == nil && limited && size > allowance {
+			overLimit = append(overLimit, units.Size(size))
+			prog.step("allocation %d bytes skipped (RLIMIT_MEMLOCK)", size)
+			continue
 		}
 		var rows []Alloc
 		var err error

@@ -1,62 +1,22 @@
 package report
 
 import (
+	"github.com/pinpool/pinpool/internal/units"
 	"math"
-	"math/bits"
 	"strconv"
-	"strings"
 	"time"
 )
 
-// sizeUnits are the binary units sizes are written in, smallest first.
-var sizeUnits = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-
-// sizeParts splits a byte count into a number and a binary unit: the
-// largest unit in which the count is written exactly with at most two
-// decimals (1 GiB, 1.5 KiB, 1025 KiB, 1000 B). The result is exact, so
-// that two different sizes never print the same.
-func sizeParts(n int64) (num, unit string) {
-	u := uint64(n)
-	sign := ""
-	if n < 0 {
-		sign = "-"
-		u = -u // two's complement: right for math.MinInt64 too
-	}
-	for i := len(sizeUnits) - 1; i > 0; i-- {
-		shift := uint(10 * i)
-		scale := uint64(1) << shift
-		if u < scale {
-			continue
-		}
-		whole, rem := u>>shift, u&(scale-1)
-		if rem == 0 {
-			return sign + strconv.FormatUint(whole, 10), sizeUnits[i]
-		}
-		// rem/scale as hundredths, if exact; rem < scale and 100 < scale,
-		// so the 128-bit quotient fits.
-		hi, lo := bits.Mul64(rem, 100)
-		hundredths, r := bits.Div64(hi, lo, scale)
-		if r != 0 {
-			continue
-		}
-		frac := strings.TrimRight(strconv.FormatUint(hundredths+100, 10)[1:], "0")
-		return sign + strconv.FormatUint(whole, 10) + "." + frac, sizeUnits[i]
-	}
-	return sign + strconv.FormatUint(u, 10), "B"
-}
+// sizeParts splits a byte count into a number and a binary unit (see
+// units.Parts).
+func sizeParts(n int64) (num, unit string) { return units.Parts(n) }
 
 // formatSize writes a byte count for tables: "4 KiB", "1 GiB", "512 B".
-func formatSize(n int64) string {
-	num, unit := sizeParts(n)
-	return num + " " + unit
-}
+func formatSize(n int64) string { return units.Size(n) }
 
 // compactSize writes a byte count without spaces, for benchmark names:
 // "4KiB", "1GiB", "512B".
-func compactSize(n int64) string {
-	num, unit := sizeParts(n)
-	return num + unit
-}
+func compactSize(n int64) string { return units.Compact(n) }
 
 // tickSize writes a byte count as a short axis label: "4K", "64K", "1M",
 // "1G", "512".

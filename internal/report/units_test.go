@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/pinpool/pinpool/internal/units"
 	"math"
 	"math/big"
 	"slices"
@@ -105,7 +106,7 @@ func parseSizeExact(s string) (n *big.Int, ok bool) {
 	if !found {
 		return nil, false
 	}
-	i := slices.Index(sizeUnits, unit)
+	i := slices.Index(units.Units, unit)
 	if i < 0 {
 		return nil, false
 	}
@@ -139,16 +140,16 @@ func FuzzFormatSize(f *testing.F) {
 		}
 		// Largest unit: the count is below 1024 of its unit, or not two
 		// decimals in the next one up.
-		i := slices.Index(sizeUnits, unit)
+		i := slices.Index(units.Units, unit)
 		abs := new(big.Int).Abs(big.NewInt(n))
 		if whole, _, _ := strings.Cut(strings.TrimPrefix(num, "-"), "."); i > 0 && whole == "0" {
 			t.Fatalf("formatSize(%d) = %q: below one %s", n, s, unit)
 		}
-		if i+1 < len(sizeUnits) {
+		if i+1 < len(units.Units) {
 			up := new(big.Int).Lsh(big.NewInt(1), uint(10*(i+1)))
 			hundredths := new(big.Int).Mul(abs, big.NewInt(100))
 			if abs.Cmp(up) >= 0 && new(big.Int).Mod(hundredths, up).Sign() == 0 {
-				t.Fatalf("formatSize(%d) = %q, but it is exact in %s", n, s, sizeUnits[i+1])
+				t.Fatalf("formatSize(%d) = %q, but it is exact in %s", n, s, units.Units[i+1])
 			}
 		}
 		if c := compactSize(n); c != num+unit || strings.ContainsAny(c, " \t") {

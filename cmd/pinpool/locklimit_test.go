@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/pinpool/pinpool/hostmem"
+	"golang.org/x/sys/unix"
+)
+
+const lockLimitChildEnv = "PINPOOL_CMD_TEST_LOCKLIMIT_CHILD"
+
+// TestToolUnderLockLimit runs the tool as a user without CAP_IPC_LOCK and
+// with the common default RLIMIT_MEMLOCK of 8 MiB: in a child process that
+// runs as nobody when the tests run as root (capabilities are per thread,
+// so dropping one in-process would leave the tool's other threads with
+// it), with the limit lowered. Without a GPU the tool must fit its work
+// into the limit and say so in one line: stress holds at most the frames
+// that fit and fails none of its gets (before: 491 of 2000 failed), bench
+// skips the allocation sizes above the limit in one short line (before:
+// six lines of up to 532 characters).
+func TestToolUnderLockLimit(t *testing.T) {
+	if os.Getenv(lockLimitChildEnv) == "1" {
+		toolUnderLockLimitChild(t)
+		return
+	}
+	if hasGPU("") {
+		t.Skip("a GPU is present: the tool uses the CUDA backend, which RLIMIT_MEMLOCK does not bound")
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestToolUnderLockLimit$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), lockLimitChildEnv+"=1")
+	switch can, err := hostmem.CanLockBeyondLimit(); {
+	case err != nil:
+		t.Fatal(err)
+	case can && os.Geteuid() != 0:
+		t.Skip("this user has CAP_IPC_LOCK without being root: cannot run as a user without it")
+	case can:
+		// As nobody, from a copy of the test binary that nobody can read.
+		dir, err := os.MkdirTemp("", "pinpool-nobody-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		copyTo := filepath.Join(dir, "pinpool.test")
+		if err := copyFile(bin, copyTo); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Path, cmd.Args[0], cmd.Dir = copyTo, copyTo, dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		cmd.Env = append(cmd.Env, "HOME="+dir, "GOCACHE="+dir, "TMPDIR="+dir)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "child: ok") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func toolUnderLockLimitChild(t *testing.T) {
+	const limit = 8 << 20
+	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: limit, Max: limit}); err != nil {
+		t.Fatalf("setrlimit: %v", err)
+	}
+	if can, _ := hostmem.CanLockBeyondLimit(); can {
+		t.Fatal("the child still has CAP_IPC_LOCK")
+	}
+
+	out, errOut, code := runCLI(t, "stress", "--iterations", "20", "--sleep-scale", "0", "--warmup", "0", "--compare-seed", "--compare-raw", "--json")
+	if code != 0 {
+		t.Fatalf("stress: exit %d\n%s\n%s", code, errOut, out)
+	}
+	var rep stressReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Failures != 0 || r.WarmupFailures != 0 || r.Ops == 0 {
+			t.Errorf("stress under an 8 MiB limit: %s failed %d of its gets (%s)", r.Name, r.Failures, r.FirstError)
+		}
+	}
+	if lines := strings.Count(errOut, "RLIMIT_MEMLOCK"); lines != 1 || !strings.Contains(errOut, "ulimit -l") {
+		t.Errorf("stress should say once that it fits the limit:\n%s", errOut)
+	}
+
+	args := append(append([]string(nil), smallBench...), "--alloc-sizes", "4KiB,16MiB,256MiB")
+	out, errOut, code = runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("bench: exit %d\n%s\n%s", code, errOut, out)
+	}
+	var skipped []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "skipped: ") && !strings.HasPrefix(l, "skipped: transfers") {
+			skipped = append(skipped, l)
+		}
+	}
+	if len(skipped) != 1 || !strings.Contains(skipped[0], "RLIMIT_MEMLOCK") || !strings.Contains(skipped[0], "16 MiB, 256 MiB") || len(skipped[0]) > 200 {
+		t.Errorf("bench should skip the sizes above the limit in one short line, got %q", skipped)
+	}
+	if !strings.Contains(out, "mmap+mlock") {
+		t.Errorf("bench measured no allocation within the limit:\n%s", out)
+	}
+	t.Log("child: ok")
+}
