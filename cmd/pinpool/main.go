@@ -11,6 +11,8 @@
 //	pinpool advise [--from bench.json | --full] [--json]
 //	pinpool stress [--goroutines 10] [--iterations 100] [--size 3110400] [--sleep-scale 1] [--warmup N] [--reserve] [--budget BYTES] [--wait D] [--[no-]exact] [--compare-raw] [--compare-seed] [--metrics-addr HOST:PORT] [--json]
 //	pinpool monitor [--interval 1s] [--once | --count N] [--pid PID] [--warn-below 3%] [--json]
+//	pinpool version [--json]
+//	pinpool --version
 //
 // Exit status: 0 on success, 1 on failure, 2 on a usage error. No GPU is not
 // a failure: the tool says so in one line and reports the host side.
@@ -32,6 +34,9 @@ type cli struct {
 	Bench   benchCmd   `cmd:"" help:"Measure transfers for every kind of host memory, direction and size, the cost of allocating pinned memory, and the pool against the seed design."`
 	Advise  adviseCmd  `cmd:"" help:"Measure briefly (or read a saved 'bench --json' report) and say which memory to use for which data on this machine, with the figures behind each line."`
 	Monitor monitorCmd `cmd:"" help:"Watch locked and pinned memory: /proc/meminfo, a process's VmLck and VmPin, RLIMIT_MEMLOCK, GPU memory."`
+	Version versionCmd `cmd:"" help:"Show the module version, VCS revision and time, Go version and platform of this binary."`
+
+	VersionFlag kong.VersionFlag `name:"version" help:"Print the version line and exit."`
 }
 
 // globals are passed to every subcommand's Run.
@@ -54,13 +59,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		kong.UsageOnError(),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exit = code }),
+		kong.Vars{"version": currentVersion().String()},
 	)
 	if err != nil {
 		fmt.Fprintln(stderr, "pinpool:", err)
 		return 1
 	}
 	ctx, err := parser.Parse(args)
-	if exit >= 0 { // --help
+	if exit >= 0 { // --help, --version
 		return exit
 	}
 	if err != nil {
