@@ -25,8 +25,9 @@ type infoReport struct {
 }
 
 type driverInfo struct {
-	Version int    `json:"version"` // 1000*major + 10*minor
-	CUDA    string `json:"cuda"`    // "13.0"
+	Release string `json:"release,omitempty"` // the driver's release, as nvidia-smi shows it: "580.159.04"
+	Version int    `json:"version"`           // the CUDA version it supports: 1000*major + 10*minor
+	CUDA    string `json:"cuda"`              // "13.0"
 	Library string `json:"library"`
 }
 
@@ -61,7 +62,7 @@ func gatherInfo() (*infoReport, error) {
 		}
 		r.NoGPU = err.Error()
 	} else {
-		r.Driver = &driverInfo{Version: v, CUDA: fmt.Sprintf("%d.%d", v/1000, v%1000/10), Library: cuda.LibraryPath()}
+		r.Driver = &driverInfo{Release: cuda.DriverRelease(), Version: v, CUDA: fmt.Sprintf("%d.%d", v/1000, v%1000/10), Library: cuda.LibraryPath()}
 		n, err := cuda.DeviceCount()
 		if err != nil {
 			return nil, err
@@ -99,7 +100,11 @@ func (r *infoReport) writeText(w io.Writer) error {
 	if r.Driver == nil {
 		fmt.Fprintf(tw, "no GPU: %s; pinpool uses its host backend (mlocked memory)\n", r.NoGPU)
 	} else {
-		fmt.Fprintf(tw, "driver:\tCUDA %s (%d), %s\n", r.Driver.CUDA, r.Driver.Version, r.Driver.Library)
+		release := r.Driver.Release
+		if release == "" {
+			release = "release unknown"
+		}
+		fmt.Fprintf(tw, "driver:\t%s, for CUDA %s (%d), %s\n", release, r.Driver.CUDA, r.Driver.Version, r.Driver.Library)
 		if len(r.Devices) == 0 {
 			fmt.Fprintln(tw, "devices:\tnone")
 		}

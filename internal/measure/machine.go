@@ -30,6 +30,7 @@ func (m *Machine) addGPU(p cuda.Properties) {
 	if v, err := cuda.DriverVersion(); err == nil {
 		m.Driver = fmt.Sprintf("%d.%d", v/1000, v%1000/10)
 	}
+	m.DriverRelease = cuda.DriverRelease()
 	m.PCIe = pcieLink(p.PCIAddress())
 }
 

@@ -186,7 +186,8 @@ type Machine struct {
 	// device); the GPU fields are then empty.
 	NoGPU             string `json:"no_gpu,omitempty"`
 	GPU               string `json:"gpu,omitempty"`
-	Driver            string `json:"driver,omitempty"` // CUDA driver API version, "13.0"
+	Driver            string `json:"driver,omitempty"`         // the CUDA version the driver supports, "13.0"
+	DriverRelease     string `json:"driver_release,omitempty"` // the driver's own release, as nvidia-smi shows it: "580.159.04"
 	ComputeCapability string `json:"compute_capability,omitempty"`
 	Integrated        bool   `json:"integrated"` // shares memory with the CPU (Jetson)
 	CanMapHostMemory  bool   `json:"can_map_host_memory"`

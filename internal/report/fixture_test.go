@@ -126,7 +126,7 @@ func h200Report() *measure.Report {
 		Machine: measure.Machine{
 			Hostname: "h200-node-07", GOOS: "linux", GOARCH: "amd64", CPUs: 16,
 			CPUModel: "Intel(R) Xeon(R) Platinum 8480+", MemTotal: 128 * gib,
-			GPU: "NVIDIA H200", Driver: "13.0", ComputeCapability: "9.0",
+			GPU: "NVIDIA H200", Driver: "13.0", DriverRelease: "580.159.04", ComputeCapability: "9.0",
 			CanMapHostMemory: true, PCIe: "gen5 x16",
 		},
 		Skipped: []string{"pool: 64 goroutines: more than 2×GOMAXPROCS (16)"},

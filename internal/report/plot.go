@@ -239,8 +239,8 @@ func plotTitles(r *measure.Report, transfers bool) (title, subtitle []string) {
 		gpu = "unknown GPU"
 	}
 	var about []string
-	if m.Driver != "" {
-		about = append(about, "driver "+m.Driver)
+	if d := driverLabel(m); d != "" {
+		about = append(about, d)
 	}
 	if m.PCIe != "" {
 		about = append(about, "PCIe "+m.PCIe)
@@ -259,7 +259,7 @@ func plotTitles(r *measure.Report, transfers bool) (title, subtitle []string) {
 	subtitle = []string{"median of the repeats at each size;"}
 	if transfers {
 		subtitle = append(subtitle, "1 GB/s = 10^9 bytes per second;",
-			`"both" runs H2D and D2H at once and counts the bytes of both`)
+			`"both" runs H2D and D2H at once and sums the two directions`)
 	} else {
 		subtitle[0] = "median of the repeats at each size"
 	}

@@ -91,7 +91,7 @@ func TestPlotPNG(t *testing.T) {
 		t.Errorf("one panel is %v px narrower than three, want %v", d, wantNarrower)
 	}
 	// The same panels, under a title wrapped to more lines.
-	if h1 := img1.Bounds().Dy(); h1 <= h || float64(h1) > 6*plotDPI {
+	if h1 := img1.Bounds().Dy(); h1 <= h || float64(h1) > 7*plotDPI {
 		t.Errorf("one panel is %d px high, three %d: want a little higher", h1, h)
 	}
 }

@@ -86,8 +86,8 @@ func writeHeader(w io.Writer, r *measure.Report) {
 		gpu = append(gpu, "none ("+m.NoGPU+")")
 	case m.GPU != "":
 		gpu = append(gpu, m.GPU)
-		if m.Driver != "" {
-			gpu = append(gpu, "driver "+m.Driver)
+		if d := driverLabel(m); d != "" {
+			gpu = append(gpu, d)
 		}
 		if m.ComputeCapability != "" {
 			gpu = append(gpu, "compute capability "+m.ComputeCapability)
@@ -231,7 +231,7 @@ func directionTitle(d measure.Direction) string {
 	case measure.D2H:
 		return "D2H (device to host)"
 	case measure.Both:
-		return "both (H2D and D2H at once, bytes of both)"
+		return "both (H2D and D2H at once; GB/s of the two directions summed, not nvbandwidth's bidirectional figure, which counts one)"
 	}
 	return string(d)
 }
@@ -409,4 +409,18 @@ func goroutines(n int) string {
 		return "1 goroutine"
 	}
 	return fmt.Sprintf("%d goroutines", n)
+}
+
+// driverLabel names the driver as nvidia-smi does, its release, with the
+// CUDA version it supports: "driver 580.159.04 (CUDA 13.0)".
+func driverLabel(m measure.Machine) string {
+	switch {
+	case m.DriverRelease != "" && m.Driver != "":
+		return "driver " + m.DriverRelease + " (CUDA " + m.Driver + ")"
+	case m.DriverRelease != "":
+		return "driver " + m.DriverRelease
+	case m.Driver != "":
+		return "driver for CUDA " + m.Driver
+	}
+	return ""
 }

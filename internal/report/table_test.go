@@ -92,8 +92,8 @@ func TestWriteTable(t *testing.T) {
 		"Transfers H2D (host to device): latency, µs (median), sizes up to 64 KiB",
 		"Transfers D2H (device to host): bandwidth, GB/s (median)",
 		"Transfers D2H (device to host): latency, µs (median), sizes up to 64 KiB",
-		"Transfers both (H2D and D2H at once, bytes of both): bandwidth, GB/s (median)",
-		"Transfers both (H2D and D2H at once, bytes of both): latency, µs (median), sizes up to 64 KiB",
+		"Transfers both (H2D and D2H at once; GB/s of the two directions summed, not nvbandwidth's bidirectional figure, which counts one): bandwidth, GB/s (median)",
+		"Transfers both (H2D and D2H at once; GB/s of the two directions summed, not nvbandwidth's bidirectional figure, which counts one): latency, µs (median), sizes up to 64 KiB",
 		"Allocations: time per call (median)",
 		"Pool: Get+Release pairs, all goroutines (1 MiB buffers, cuMemHostAlloc backend)",
 	}
@@ -114,7 +114,7 @@ func TestWriteTable(t *testing.T) {
 			header: []string{
 				"date:     2026-05-04 09:30:00 UTC",
 				"command:  pinpool bench --all --out results/h200",
-				"gpu:      NVIDIA H200, driver 13.0, compute capability 9.0, PCIe gen5 x16",
+				"gpu:      NVIDIA H200, driver 580.159.04 (CUDA 13.0), compute capability 9.0, PCIe gen5 x16",
 				"cpu:      Intel(R) Xeon(R) Platinum 8480+, 16 CPUs, 128 GiB memory, linux/amd64, host h200-node-07",
 			},
 			titles: h200Titles,
@@ -140,7 +140,7 @@ func TestWriteTable(t *testing.T) {
 				{"Transfers D2H", []string{"1 GiB"}, "pageable", "9.50"},
 				{"Transfers both", []string{"256 MiB"}, "pinned", "100.8"},
 				{"Transfers H2D (host to device): latency", []string{"4 KiB"}, "pinned", "7.57"},
-				{"Transfers both (H2D and D2H at once, bytes of both): latency", []string{"64 KiB"}, "staged", "33.2"},
+				{"Transfers both (H2D and D2H at once; GB/s of the two directions summed, not nvbandwidth's bidirectional figure, which counts one): latency", []string{"64 KiB"}, "staged", "33.2"},
 				{"Allocations", []string{"cuMemHostAlloc", "1 GiB"}, "median", "174 ms"},
 				{"Allocations", []string{"cuMemHostAlloc", "1 GiB"}, "ms/GiB", "174"},
 				// 174 µs for 1 MiB is 178 ms per GiB.
