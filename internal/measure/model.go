@@ -7,6 +7,7 @@
 package measure
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -97,7 +98,7 @@ type Transfer struct {
 	Max    time.Duration `json:"max_ns"`
 	// GBps is the bytes moved (2×Size for Both) over Median, in 10⁹ bytes
 	// per second.
-	GBps float64 `json:"gbps"`
+	GBps float64 `json:"gigabytes_per_second"`
 	// Timer is how the transfers were timed: "cuda-events" (events
 	// recorded on the stream around the copy) or "wall" (the host clock
 	// around a call that returns when the bytes are in place: pageable and
@@ -160,6 +161,24 @@ type PoolRun struct {
 }
 
 // Machine describes where a report was measured.
+// UnmarshalJSON reads a transfer row, also from reports saved before the
+// rate's field was named gigabytes_per_second (it was "gbps").
+func (t *Transfer) UnmarshalJSON(b []byte) error {
+	type plain Transfer // without this method
+	var v struct {
+		plain
+		Legacy *float64 `json:"gbps"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*t = Transfer(v.plain)
+	if v.Legacy != nil && t.GBps == 0 {
+		t.GBps = *v.Legacy
+	}
+	return nil
+}
+
 // HostCopy is one row of the host memory copy benchmark: Size bytes
 // copied from one ordinary Go slice to another by Threads goroutines at
 // once, each its own contiguous part, with no DMA running. It is the

@@ -2,6 +2,7 @@ package measure
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -204,5 +205,22 @@ func TestHostCopies(t *testing.T) {
 	}
 	if steps != p.steps(false) {
 		t.Errorf("%d progress steps, plan says %d", steps, p.steps(false))
+	}
+}
+
+// TestTransferJSONLegacy: a report saved before the rate was named
+// gigabytes_per_second still reads back with its rates.
+func TestTransferJSONLegacy(t *testing.T) {
+	var r Report
+	if err := json.Unmarshal([]byte(`{"transfers":[{"kind":"pinned","direction":"H2D","size_bytes":4096,"gbps":1.5},
+		{"kind":"pinned","direction":"D2H","size_bytes":4096,"gigabytes_per_second":2.5}]}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Transfers) != 2 || r.Transfers[0].GBps != 1.5 || r.Transfers[1].GBps != 2.5 || r.Transfers[0].Kind != Pinned {
+		t.Fatalf("%+v", r.Transfers)
+	}
+	out, err := json.Marshal(r.Transfers[0])
+	if err != nil || !strings.Contains(string(out), `"gigabytes_per_second":1.5`) || strings.Contains(string(out), `"gbps"`) {
+		t.Fatalf("%s, %v", out, err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // rows of every section, a row's unused cells left empty.
 var csvHeader = []string{
 	"section", "kind", "direction", "op", "impl", "size_bytes", "goroutines",
-	"repeats", "median_ns", "min_ns", "max_ns", "gbps", "ops_per_second", "ns_per_op",
+	"repeats", "median_ns", "min_ns", "max_ns", "gigabytes_per_second", "ops_per_second", "ns_per_op",
 }
 
 // The sections of WriteCSV's rows (its first column).
@@ -27,7 +27,7 @@ const (
 
 // WriteCSV writes r as one CSV table: a header row
 //
-//	section,kind,direction,op,impl,size_bytes,goroutines,repeats,median_ns,min_ns,max_ns,gbps,ops_per_second,ns_per_op
+//	section,kind,direction,op,impl,size_bytes,goroutines,repeats,median_ns,min_ns,max_ns,gigabytes_per_second,ops_per_second,ns_per_op
 //
 // then a row per transfer, per allocation measurement, per pool run and
 // per host copy, in report order, section being "transfer", "alloc",

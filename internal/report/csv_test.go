@@ -16,7 +16,7 @@ func TestWriteCSV(t *testing.T) {
 	quoted := noGPUReport()
 	quoted.Allocs = append(quoted.Allocs, measure.Alloc{Op: `odd, "quoted" op`, Size: 1, Repeats: 1, Median: 1, Min: 1, Max: 1})
 
-	header := "section,kind,direction,op,impl,size_bytes,goroutines,repeats,median_ns,min_ns,max_ns,gbps,ops_per_second,ns_per_op"
+	header := "section,kind,direction,op,impl,size_bytes,goroutines,repeats,median_ns,min_ns,max_ns,gigabytes_per_second,ops_per_second,ns_per_op"
 	tests := []struct {
 		name   string
 		report *measure.Report
@@ -80,15 +80,15 @@ func TestWriteCSV(t *testing.T) {
 			ns := func(d time.Duration) string { return strconv.FormatInt(int64(d), 10) }
 			for i, x := range r.Transfers {
 				rec := rows[i]
-				gbps, err := strconv.ParseFloat(rec[col["gbps"]], 64)
+				gbps, err := strconv.ParseFloat(rec[col["gigabytes_per_second"]], 64)
 				if err != nil || gbps != x.GBps {
-					t.Errorf("row %d: gbps %q reads as %v, want %v", i, rec[col["gbps"]], gbps, x.GBps)
+					t.Errorf("row %d: gbps %q reads as %v, want %v", i, rec[col["gigabytes_per_second"]], gbps, x.GBps)
 				}
 				check(rec, map[string]string{
 					"section": "transfer", "kind": string(x.Kind), "direction": string(x.Dir),
 					"size_bytes": strconv.FormatInt(x.Size, 10), "repeats": strconv.Itoa(x.Repeats),
 					"median_ns": ns(x.Median), "min_ns": ns(x.Min), "max_ns": ns(x.Max),
-					"gbps": rec[col["gbps"]],
+					"gigabytes_per_second": rec[col["gigabytes_per_second"]],
 				})
 			}
 			rows = rows[len(r.Transfers):]
