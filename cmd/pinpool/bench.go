@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
@@ -120,7 +117,7 @@ func toInt64(s []byteSize) []int64 {
 }
 
 // Run measures and prints. Interrupting it (Ctrl-C) stops after the row in
-// progress and prints what was measured, then exits 1.
+// progress and prints what was measured; the tool then exits 130.
 func (c *benchCmd) Run(g *globals) error {
 	var r *measure.Report
 	var err error
@@ -192,8 +189,7 @@ func progressBar(w io.Writer, mode string) *progressbar.ProgressBar {
 // progressBar), stopping early on an interrupt (Ctrl-C) with the report so
 // far and an error.
 func measureWithProgress(g *globals, plan measure.Plan, mode string) (*measure.Report, error) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	ctx := g.ctx
 	bar := progressBar(g.stderr, mode)
 	if bar != nil {
 		plan.Progress = func(s measure.Step) {

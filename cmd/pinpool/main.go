@@ -19,10 +19,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/alecthomas/kong"
 )
@@ -41,16 +44,32 @@ type cli struct {
 
 // globals are passed to every subcommand's Run.
 type globals struct {
+	// ctx ends on an interrupt (Ctrl-C, SIGTERM): every command then stops
+	// its work, prints what it measured, and the tool exits 130.
+	ctx            context.Context
 	stdout, stderr io.Writer
 	args           []string // the command line after the program name
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
+
+// exitInterrupted is the exit status after an interrupt (128 + SIGINT), as
+// shells report a command that Ctrl-C stopped.
+const exitInterrupted = 130
 
 // run parses args and runs the subcommand, returning the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// runContext is run with the context that an interrupt ends: the command
+// prints what it measured, and the status is exitInterrupted.
+func runContext(ictx context.Context, args []string, stdout, stderr io.Writer) int {
 	var c cli
 	exit := -1
 	parser, err := kong.New(&c,
@@ -79,7 +98,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "pinpool:", err)
 		return 2
 	}
-	if err := ctx.Run(&globals{stdout: stdout, stderr: stderr, args: args}); err != nil {
+	err = ctx.Run(&globals{ctx: ictx, stdout: stdout, stderr: stderr, args: args})
+	if ictx.Err() != nil {
+		fmt.Fprintln(stderr, "pinpool: interrupted; what was measured is above")
+		return exitInterrupted
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, "pinpool:", err)
 		return 1
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,12 +137,12 @@ func (c *monitorCmd) Run(g *globals) error {
 		}
 	}
 
-	return c.loop(g.stdout, gpus, floorBytes, floorPercent, !c.JSON && isTerminal(g.stdout))
+	return c.loop(g.ctx, g.stdout, gpus, floorBytes, floorPercent, !c.JSON && isTerminal(g.stdout))
 }
 
 // loop samples and prints until the count is reached: in place (redrawing
 // a block with ANSI cursor movements) or line by line.
-func (c *monitorCmd) loop(out io.Writer, gpus []*cuda.Context, floorBytes int64, floorPercent float64, inPlace bool) error {
+func (c *monitorCmd) loop(ctx context.Context, out io.Writer, gpus []*cuda.Context, floorBytes int64, floorPercent float64, inPlace bool) error {
 	count := c.Count
 	if c.Once {
 		count = 1
@@ -154,7 +155,11 @@ func (c *monitorCmd) loop(out io.Writer, gpus []*cuda.Context, floorBytes int64,
 			defer tick.Stop()
 		}
 		if i > 0 {
-			<-tick.C
+			select {
+			case <-tick.C:
+			case <-ctx.Done(): // interrupted: what was sampled is printed
+				return nil
+			}
 		}
 		s, err := c.sample(gpus, floorBytes, floorPercent)
 		if err != nil {

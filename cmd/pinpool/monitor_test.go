@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -203,7 +204,7 @@ func TestMonitorDefaultFloor(t *testing.T) {
 func TestMonitorInPlace(t *testing.T) {
 	c := &monitorCmd{Interval: time.Millisecond, Count: 3, PID: os.Getpid(), WarnBelow: "100%"}
 	var b bytes.Buffer
-	if err := c.loop(&b, nil, 0, 100, true); err != nil {
+	if err := c.loop(context.Background(), &b, nil, 0, 100, true); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

@@ -38,7 +38,8 @@ import (
 // --wait D, Get with a deadline of D. Any failed get or release in any pass
 // makes the command exit 1 after printing the report.
 type stressCmd struct {
-	holds int // frames held at most at once, to fit RLIMIT_MEMLOCK; 0: no bound (set by Run)
+	holds int             // frames held at most at once, to fit RLIMIT_MEMLOCK; 0: no bound (set by Run)
+	ctx   context.Context // ends on an interrupt (set by Run)
 
 	Goroutines  int           `default:"10" help:"Goroutines, each getting and releasing a buffer in a loop (the seed test's threads)."`
 	Iterations  int           `default:"100" help:"Measured iterations per goroutine."`
@@ -124,6 +125,10 @@ type stressResult struct {
 
 // Run runs the contenders one after the other and prints the report.
 func (c *stressCmd) Run(g *globals) error {
+	c.ctx = g.ctx
+	if c.ctx == nil {
+		c.ctx = context.Background()
+	}
 	noGPU, err := probeGPU()
 	if err != nil {
 		return err
@@ -184,10 +189,10 @@ func (c *stressCmd) Run(g *globals) error {
 
 	rep.Results = append(rep.Results, c.runPool(p))
 	p.Close() // its memory goes back before the next contender runs
-	if c.CompareSeed {
+	if c.CompareSeed && c.ctx.Err() == nil {
 		rep.Results = append(rep.Results, c.runSeed(backend))
 	}
-	if c.CompareRaw {
+	if c.CompareRaw && c.ctx.Err() == nil {
 		r, err := c.runRaw(noGPU == "")
 		if err != nil {
 			return err
@@ -210,7 +215,7 @@ func (c *stressCmd) Run(g *globals) error {
 // workload returns the seed workload with the command's figures, for the
 // warm-up pass or the measured pass.
 func (c *stressCmd) workload(warmup bool) seedpool.Workload {
-	w := seedpool.Workload{Goroutines: c.Goroutines, Iterations: c.Iterations, Size: int(c.Size), SleepScale: c.SleepScale}
+	w := seedpool.Workload{Goroutines: c.Goroutines, Iterations: c.Iterations, Size: int(c.Size), SleepScale: c.SleepScale, Stop: c.ctx.Done()}
 	if warmup {
 		w.Iterations = c.Warmup
 	}
@@ -248,7 +253,7 @@ func (c *stressCmd) runPool(p *pinpool.Pool) stressResult {
 		var b pinpool.Buffer
 		var err error
 		if wait > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			ctx, cancel := context.WithTimeout(c.ctx, wait)
 			b, err = p.Get(ctx, size)
 			cancel()
 		} else {

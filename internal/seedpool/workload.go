@@ -47,6 +47,10 @@ type Workload struct {
 	Iterations int     // per goroutine; default DefaultIterations (100)
 	Size       int     // bytes per get; default FrameSize (3,110,400)
 	SleepScale float64 // scale of the growing hold; 0: no sleep
+
+	// Stop, when closed, ends the run early: no goroutine starts another
+	// iteration, and one asleep in its hold wakes to release. Nil: never.
+	Stop <-chan struct{}
 }
 
 // SeedWorkload returns the seed's test: 10 goroutines, 100 iterations, a
@@ -150,6 +154,11 @@ func (w Workload) Run(get func(size int) (release func() error, err error)) (Res
 			ready.Done()
 			<-start
 			for i := range w.Iterations {
+				select {
+				case <-w.Stop:
+					return
+				default:
+				}
 				t0 := time.Now()
 				release, err := get(w.Size)
 				lat := time.Since(t0)
@@ -163,7 +172,12 @@ func (w Workload) Run(get func(size int) (release func() error, err error)) (Res
 				}
 				wk.samples = append(wk.samples, lat)
 				if w.SleepScale > 0 {
-					time.Sleep(time.Duration(w.SleepScale * float64(time.Duration(i+1)*SleepStep)))
+					hold := time.NewTimer(time.Duration(w.SleepScale * float64(time.Duration(i+1)*SleepStep)))
+					select {
+					case <-hold.C:
+					case <-w.Stop:
+						hold.Stop()
+					}
 				}
 				if err := release(); err != nil {
 					wk.failures++
