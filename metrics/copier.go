@@ -14,30 +14,36 @@ type CopierStats interface {
 // working over the collector's pool), read at scrape time with the
 // collector's labels:
 //
-//	pinpool_transfer_bytes_total{direction, path}     bytes moved by finished transfers
-//	pinpool_transfer_copies_total{direction, path}    finished transfers
+//	pinpool_transfers_total{direction, path}          transfers that finished without error
+//	pinpool_transfer_bytes_total{direction, path}     bytes they moved
 //	pinpool_transfer_seconds_total{direction, path}   their wall time
+//	pinpool_transfer_failures_total                   transfers that failed (not by cancellation)
+//	pinpool_transfer_canceled_total                   transfers cut short by their context
 //	pinpool_transfer_staging_chunks_total             staging chunks issued
 //	pinpool_transfer_staging_waits_total              chunks that waited for a window slot
 //	pinpool_transfer_staging_wait_seconds_total       time spent waiting
 //	pinpool_transfer_staging_bytes                    staging memory held now
 //	pinpool_transfer_staging_peak_bytes               the most held at once
 //	pinpool_transfer_staging_window_bytes             the window's bound
-//	pinpool_transfer_failures_total                   transfers that failed
-//	pinpool_transfer_canceled_total                   transfers cut short by their context
 //
 // direction is "H2D" or "D2H"; path is "direct", "staged", "pinned" or
-// "registered". Bytes over seconds of one path is the average speed of one
-// transfer (transfers that run at once overlap).
+// "registered". rate(pinpool_transfer_bytes_total) over
+// rate(pinpool_transfer_seconds_total) of one path is the mean speed of one
+// transfer (transfers that run at once overlap); rate(..._seconds_total)
+// over rate(pinpool_transfers_total) is the mean duration. There is no
+// histogram of transfer durations, for the reason given in the package
+// documentation: transfer.Stats holds totals, not events. Stats.Last (the
+// last transfer) is not exported: a sample of one event per scrape is not
+// a series that aggregates.
 func WithCopier(c CopierStats) Option {
 	return func(cfg *config) { cfg.copier = c }
 }
 
 // copierMetrics are the descriptors of WithCopier's metrics.
 type copierMetrics struct {
-	c                      CopierStats
-	bytes, copies, seconds *prometheus.Desc
-	scalars                []copierScalar
+	c                         CopierStats
+	transfers, bytes, seconds *prometheus.Desc
+	scalars                   []copierScalar
 }
 
 type copierScalar struct {
@@ -48,10 +54,10 @@ type copierScalar struct {
 
 func newCopierMetrics(c CopierStats, desc func(name, help string, variable ...string) *prometheus.Desc) *copierMetrics {
 	m := &copierMetrics{
-		c:       c,
-		bytes:   desc("transfer_bytes_total", "Bytes moved by transfers that finished without error, by direction and path.", "direction", "path"),
-		copies:  desc("transfer_copies_total", "Transfers that finished without error, by direction and path.", "direction", "path"),
-		seconds: desc("transfer_seconds_total", "Wall time of transfers that finished without error, by direction and path.", "direction", "path"),
+		c:         c,
+		transfers: desc("transfers_total", "Transfers that finished without error, by direction and path.", "direction", "path"),
+		bytes:     desc("transfer_bytes_total", "Bytes moved by transfers that finished without error, by direction and path.", "direction", "path"),
+		seconds:   desc("transfer_seconds_total", "Wall time of transfers that finished without error, by direction and path.", "direction", "path"),
 	}
 	add := func(kind prometheus.ValueType, name, help string, get func(*transfer.Stats) float64) {
 		m.scalars = append(m.scalars, copierScalar{desc(name, help), kind, get})
@@ -77,8 +83,8 @@ func newCopierMetrics(c CopierStats, desc func(name, help string, variable ...st
 }
 
 func (m *copierMetrics) describe(ch chan<- *prometheus.Desc) {
+	ch <- m.transfers
 	ch <- m.bytes
-	ch <- m.copies
 	ch <- m.seconds
 	for _, s := range m.scalars {
 		ch <- s.desc
@@ -86,7 +92,7 @@ func (m *copierMetrics) describe(ch chan<- *prometheus.Desc) {
 }
 
 // collect takes one snapshot of the copier's stats and sends every metric.
-func (m *copierMetrics) collect(ch chan<- prometheus.Metric) {
+func (m *copierMetrics) collect(send func(*prometheus.Desc, prometheus.ValueType, float64, ...string)) {
 	st := m.c.Stats()
 	for _, d := range []struct {
 		name string
@@ -97,12 +103,12 @@ func (m *copierMetrics) collect(ch chan<- prometheus.Metric) {
 			s    transfer.PathStats
 		}{{transfer.PathDirect, d.s.Direct}, {transfer.PathStaged, d.s.Staged}, {transfer.PathPinned, d.s.Pinned}, {transfer.PathRegistered, d.s.Registered}} {
 			path := p.path.String()
-			ch <- prometheus.MustNewConstMetric(m.bytes, prometheus.CounterValue, float64(p.s.Bytes), d.name, path)
-			ch <- prometheus.MustNewConstMetric(m.copies, prometheus.CounterValue, float64(p.s.Transfers), d.name, path)
-			ch <- prometheus.MustNewConstMetric(m.seconds, prometheus.CounterValue, p.s.Time.Seconds(), d.name, path)
+			send(m.transfers, prometheus.CounterValue, float64(p.s.Transfers), d.name, path)
+			send(m.bytes, prometheus.CounterValue, float64(p.s.Bytes), d.name, path)
+			send(m.seconds, prometheus.CounterValue, p.s.Time.Seconds(), d.name, path)
 		}
 	}
 	for _, s := range m.scalars {
-		ch <- prometheus.MustNewConstMetric(s.desc, s.kind, s.get(&st))
+		send(s.desc, s.kind, s.get(&st))
 	}
 }

@@ -239,7 +239,7 @@ func TestStressMetricsEndpoint(t *testing.T) {
 			t.Errorf("labels %v", labels)
 		}
 		gets = append(gets, m.GetCounter().GetValue())
-		if fams["pinpool_bytes_held"] == nil || fams["pinpool_class_buffers"] == nil {
+		if fams["pinpool_memory_bytes"] == nil || fams["pinpool_class_buffers"] == nil {
 			t.Errorf("metrics missing: %v", fams)
 		}
 		time.Sleep(100 * time.Millisecond)
