@@ -3,7 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/alecthomas/kong"
+	"github.com/pinpool/pinpool/internal/units"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -20,6 +23,8 @@ import (
 // prints them as a table, JSON, CSV or Go benchmark format, with an
 // optional plot.
 type benchCmd struct {
+	args []string // the command line, to tell a flag given from its default (set by Validate)
+
 	Sizes      []byteSize `sep:"," placeholder:"SIZE,..." help:"Transfer sizes (default: 4KiB to --max-size in steps of 4×)."`
 	MaxSize    byteSize   `default:"1GiB" help:"Largest transfer of the default sizes."`
 	Kinds      []string   `sep:"," placeholder:"KIND,..." help:"Memory kinds: pageable, pinned, write-combined, registered, mapped, staged (default: all)."`
@@ -44,21 +49,39 @@ type benchCmd struct {
 	CSV      bool   `xor:"format" help:"Print the report as CSV (one header, a row per measurement)."`
 	GoBench  bool   `name:"gobench" xor:"format" help:"Print the Go benchmark format (for benchstat)."`
 	Plot     string `placeholder:"FILE" help:"Also draw bandwidth against size for every kind into FILE (.png or .svg)."`
-	Progress string `default:"auto" enum:"auto,always,never" help:"Progress bar on stderr: auto (when stderr is a terminal), always, never."`
+	Progress string `default:"auto" help:"Progress bar on stderr: auto (when stderr is a terminal), always, never."`
 	From     string `placeholder:"FILE" help:"Measure nothing: render a report saved with --json ('-': stdin) in the format asked, and --plot it."`
 }
 
-// Validate checks the flags; kong reports its error as a usage error.
-func (c *benchCmd) Validate() error {
-	for _, k := range c.Kinds {
-		if _, err := measure.ParseKind(k); err != nil {
-			return fmt.Errorf("--kinds: %w", err)
+// Validate checks the flags before anything is measured; kong reports
+// its error as a usage error. Sizes are checked and reported in the units
+// they are given in, contradictions are refused, and the --plot file is
+// opened, so that a bad path does not throw a measurement away.
+func (c *benchCmd) Validate(kctx *kong.Context) error {
+	c.args = kctx.Args
+	c.Progress = strings.ToLower(c.Progress)
+	switch c.Progress {
+	case "auto", "always", "never":
+	default:
+		return fmt.Errorf("--progress %s: want auto, always or never", c.Progress)
+	}
+	for i, k := range c.Kinds {
+		kind, err := measure.ParseKind(strings.ToLower(k))
+		if err != nil {
+			return fmt.Errorf("--kinds %s: want one of %s", k, joinKinds())
 		}
+		c.Kinds[i] = string(kind)
 	}
 	for _, d := range c.Directions {
-		if _, err := measure.ParseDirection(d); err != nil {
-			return fmt.Errorf("--directions: %w", err)
+		if _, err := measure.ParseDirection(strings.ToLower(d)); err != nil {
+			return fmt.Errorf("--directions %s: want H2D, D2H or both", d)
 		}
+	}
+	if err := c.checkSizes(); err != nil {
+		return err
+	}
+	if err := c.checkContradictions(); err != nil {
+		return err
 	}
 	if c.Plot != "" {
 		switch strings.ToLower(filepath.Ext(c.Plot)) {
@@ -66,9 +89,91 @@ func (c *benchCmd) Validate() error {
 		default:
 			return fmt.Errorf("--plot %s: want a .png or .svg file", c.Plot)
 		}
+		if err := checkWritable(c.Plot); err != nil {
+			return err
+		}
 	}
 	_, err := c.plan().WithDefaults()
 	return err
+}
+
+// checkSizes checks every size flag against its range, in the units people
+// read.
+func (c *benchCmd) checkSizes() error {
+	inRange := func(flag string, v byteSize, lo, hi int64) error {
+		if int64(v) < lo || int64(v) > hi {
+			return fmt.Errorf("--%s %s: want %s .. %s", flag, units.Size(int64(v)), units.Size(lo), units.Size(hi))
+		}
+		return nil
+	}
+	if err := inRange("max-size", c.MaxSize, 1, measure.MaxTransferSize); err != nil {
+		return err
+	}
+	for _, list := range []struct {
+		flag   string
+		values []byteSize
+		hi     int64
+	}{{"sizes", c.Sizes, measure.MaxTransferSize}, {"alloc-sizes", c.AllocSizes, measure.MaxTransferSize}, {"copy-sizes", c.CopySizes, 4 << 30}} {
+		for _, v := range list.values {
+			if err := inRange(list.flag, v, 1, list.hi); err != nil {
+				return err
+			}
+		}
+	}
+	return inRange("pool-size", c.PoolSize, 1, 1<<30)
+}
+
+// checkContradictions refuses flags that cannot go together.
+func (c *benchCmd) checkContradictions() error {
+	given := flagsGiven(c.args)
+	if c.From != "" {
+		for _, f := range []string{"sizes", "max-size", "kinds", "directions", "repeats", "min-time", "warmup", "rotate",
+			"alloc-sizes", "alloc-calls", "goroutines", "pool-size", "pool-time", "no-transfers", "no-alloc", "no-pool",
+			"copy-sizes", "no-host-copy", "progress"} {
+			if given[f] {
+				return fmt.Errorf("--from %s renders a saved report and measures nothing: --%s has no use with it", c.From, f)
+			}
+		}
+	}
+	if given["sizes"] && given["max-size"] {
+		return fmt.Errorf("--sizes and --max-size both choose the transfer sizes: give one")
+	}
+	if c.NoTransfers && c.NoAlloc && c.NoPool && c.NoHostCopy {
+		return fmt.Errorf("--no-transfers, --no-alloc, --no-pool and --no-host-copy together leave nothing to measure")
+	}
+	return nil
+}
+
+// flagsGiven returns the long flags present on a command line.
+func flagsGiven(args []string) map[string]bool {
+	given := map[string]bool{}
+	for _, a := range args {
+		if name, ok := strings.CutPrefix(a, "--"); ok && name != "" {
+			name, _, _ = strings.Cut(name, "=")
+			given[name] = true
+		}
+	}
+	return given
+}
+
+// checkWritable makes sure path can be written, before a long run: it
+// creates (and removes) a file beside it.
+func checkWritable(path string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".pinpool-plot-*")
+	if err != nil {
+		return fmt.Errorf("--plot %s: cannot write there: %w", path, errors.Unwrap(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// joinKinds lists the memory kinds for a message.
+func joinKinds() string {
+	var ks []string
+	for _, k := range measure.Kinds {
+		ks = append(ks, string(k))
+	}
+	return strings.Join(ks, ", ")
 }
 
 // plan turns the flags into a measurement plan.
@@ -99,7 +204,7 @@ func (c *benchCmd) plan() measure.Plan {
 		p.Kinds = append(p.Kinds, measure.Kind(k))
 	}
 	for _, d := range c.Directions {
-		dir, _ := measure.ParseDirection(d)
+		dir, _ := measure.ParseDirection(strings.ToLower(d))
 		p.Directions = append(p.Directions, dir)
 	}
 	if len(c.AllocSizes) > 0 {

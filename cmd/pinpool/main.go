@@ -25,6 +25,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -84,6 +85,10 @@ func runContext(ictx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "pinpool:", err)
 		return 1
 	}
+	if f, v, ok := negativeValue(args); ok {
+		fmt.Fprintf(stderr, "pinpool: %s %s: want a positive value\n", f, v)
+		return 2
+	}
 	ctx, err := parser.Parse(args)
 	if exit >= 0 { // --help, --version
 		return exit
@@ -108,4 +113,17 @@ func runContext(ictx context.Context, args []string, stdout, stderr io.Writer) i
 		return 1
 	}
 	return 0
+}
+
+// negativeValue finds a long flag followed by a negative number
+// ("--sizes -4KiB"), which the flag parser would read as a short flag and
+// report in its own terms.
+func negativeValue(args []string) (flag, value string, ok bool) {
+	for i := 0; i+1 < len(args); i++ {
+		a, v := args[i], args[i+1]
+		if strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && len(v) > 1 && v[0] == '-' && (v[1] >= '0' && v[1] <= '9' || v[1] == '.') {
+			return a, v, true
+		}
+	}
+	return "", "", false
 }

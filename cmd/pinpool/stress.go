@@ -57,7 +57,18 @@ type stressCmd struct {
 }
 
 // Validate checks the flags; kong reports its error as a usage error.
+// Sizes are reported in the units people read, and a workload that could
+// never run (a frame larger than the machine's memory or than --budget)
+// is refused before anything is allocated.
 func (c *stressCmd) Validate() error {
+	frame := (int64(c.Size) + 4095) &^ 4095
+	if mi, err := hostmem.ReadMemInfo(); err == nil && c.Size > 0 && uint64(c.Size) > mi.Total {
+		return fmt.Errorf("--size %s: more than this machine's memory (%s)", units.Size(int64(c.Size)), units.Size(int64(mi.Total)))
+	}
+	if c.Budget > 0 && int64(c.Budget) < frame {
+		return fmt.Errorf("--budget %s: smaller than one buffer of --size %s (%s once rounded to pages): no get could succeed",
+			units.Size(int64(c.Budget)), units.Size(int64(c.Size)), units.Size(frame))
+	}
 	switch {
 	case c.Goroutines < 1 || c.Goroutines > 1<<16:
 		return fmt.Errorf("--goroutines %d: want 1 .. 65536", c.Goroutines)
@@ -66,7 +77,7 @@ func (c *stressCmd) Validate() error {
 	case c.Warmup < -1:
 		return fmt.Errorf("--warmup %d: want -1 (as many as --iterations), 0 (none) or more", c.Warmup)
 	case c.Size < 1 || int64(c.Size) > pinpool.MaxSize || int64(c.Size) > math.MaxInt:
-		return fmt.Errorf("--size %d: want 1 .. %d bytes", int64(c.Size), int64(pinpool.MaxSize))
+		return fmt.Errorf("--size %s: want 1 B .. %s", units.Size(int64(c.Size)), units.Size(pinpool.MaxSize))
 	case c.SleepScale < 0 || math.IsNaN(c.SleepScale) || math.IsInf(c.SleepScale, 0):
 		return fmt.Errorf("--sleep-scale %v: want a finite number >= 0", c.SleepScale)
 	case c.Wait < 0:
@@ -346,7 +357,7 @@ func (r *stressReport) failure() error {
 	for _, res := range r.Results {
 		if n := res.Failures + res.WarmupFailures; n > 0 {
 			total := r.Workload.Goroutines * (r.Workload.Iterations + r.Workload.Warmup)
-			msgs = append(msgs, fmt.Sprintf("%s: %d of %d gets or releases failed (first: %s)", res.Name, n, total, res.FirstError))
+			msgs = append(msgs, fmt.Sprintf("the %s contender failed %d of %d gets or releases; the first: %s", res.Name, n, total, res.FirstError))
 		}
 	}
 	if len(msgs) == 0 {

@@ -119,33 +119,16 @@ func TestStressReserve(t *testing.T) {
 	}
 }
 
-// TestStressBudgetFailure: a budget smaller than one frame makes every
-// TryGet fail with ErrBudget, and the command exit 1 after its report.
-func TestStressBudgetFailure(t *testing.T) {
-	r, errOut := stressJSON(t, 1, "--budget", "1MiB", "--iterations", "5", "--warmup", "2", "--sleep-scale", "0")
-	res := r.Results[0]
-	if res.Ops != 0 || res.Failures != 50 || res.WarmupFailures != 20 || res.DriverAllocs != 0 {
-		t.Errorf("result %+v", res)
-	}
-	if !strings.Contains(res.FirstError, "budget exhausted") {
-		t.Errorf("first error %q", res.FirstError)
-	}
-	if !strings.Contains(errOut, "pinpool: stress: pinpool: 70 of 70 gets or releases failed") {
-		t.Errorf("stderr:\n%s", errOut)
-	}
-	if r.Workload.Budget != 1<<20 {
-		t.Errorf("budget %d", r.Workload.Budget)
-	}
-}
-
-// TestStressWaitImpossible: with --wait, a Get that could never be served
-// (a frame is larger than the whole budget) fails at once, saying why,
-// instead of waiting out its deadline.
-func TestStressWaitImpossible(t *testing.T) {
-	r, _ := stressJSON(t, 1, "--budget", "1MiB", "--wait", "10s", "--goroutines", "2", "--iterations", "2", "--warmup", "0")
-	res := r.Results[0]
-	if res.Failures != 4 || !strings.Contains(res.FirstError, "more than the whole Budget") || r.Workload.Get != "Get with a 10s deadline" {
-		t.Errorf("workload %+v, result %+v", r.Workload, res)
+// TestStressBudgetBelowFrame: a budget smaller than one frame can serve
+// no get: a usage error before anything is allocated, in the user's units,
+// whatever the get (TryGet, or Get that would wait).
+func TestStressBudgetBelowFrame(t *testing.T) {
+	for _, extra := range [][]string{nil, {"--wait", "10s"}} {
+		args := append([]string{"stress", "--budget", "1MiB", "--iterations", "5"}, extra...)
+		out, errOut, code := runCLI(t, args...)
+		if code != 2 || strings.Contains(out, "contender") || !strings.Contains(errOut, "--budget 1 MiB: smaller than one buffer of --size") {
+			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s", args, code, out, errOut)
+		}
 	}
 }
 

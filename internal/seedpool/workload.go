@@ -167,7 +167,7 @@ func (w Workload) Run(get func(size int) (release func() error, err error)) (Res
 				}
 				if err != nil {
 					wk.failures++
-					record(fmt.Errorf("seedpool: goroutine %d iteration %d: get: %w", g, i, err))
+					record(&StepError{Goroutine: g, Iteration: i, Op: "get", Err: err})
 					continue
 				}
 				wk.samples = append(wk.samples, lat)
@@ -181,7 +181,7 @@ func (w Workload) Run(get func(size int) (release func() error, err error)) (Res
 				}
 				if err := release(); err != nil {
 					wk.failures++
-					record(fmt.Errorf("seedpool: goroutine %d iteration %d: release: %w", g, i, err))
+					record(&StepError{Goroutine: g, Iteration: i, Op: "release", Err: err})
 					continue
 				}
 				wk.ops++
@@ -228,3 +228,18 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	rank = max(rank, 1)
 	return sorted[min(rank, n)-1]
 }
+
+// StepError is a failed get or release of a workload run: which goroutine,
+// which iteration, and the error of the pool under test, which its message
+// shows as is (a tool prints it to its users without this package's name).
+type StepError struct {
+	Goroutine, Iteration int
+	Op                   string // "get" or "release"
+	Err                  error
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("goroutine %d, iteration %d: %s: %v", e.Goroutine, e.Iteration, e.Op, e.Err)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
