@@ -2,36 +2,97 @@ package pinpool_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
 	"github.com/pinpool/pinpool"
+	"github.com/pinpool/pinpool/cuda"
 )
 
-// The five lines of everyday use: make a pool, get a buffer, fill it, hand
-// it to the GPU, give it back.
+// The everyday use: make a pool, get a buffer, fill it, give it back. It
+// runs with or without a GPU: the zero Options take pinned memory of CUDA
+// device 0 when there is one, else locked host memory.
 func Example() {
-	p, err := pinpool.New(pinpool.Options{}) // CUDA device 0 if there is one, else locked host memory
+	p, err := pinpool.New(pinpool.Options{}) // CUDA device 0 if present, else mlocked host memory
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer p.Close()
 
-	buf, err := p.Get(context.Background(), 1920*1080*3/2) // a 1080p NV12 frame
+	frame := make([]byte, 1920*1080*3/2)                // a 1080p NV12 frame
+	buf, err := p.Get(context.Background(), len(frame)) // ~30 ns once warm; blocks only under a Budget
 	if err != nil {
 		log.Fatal(err)
 	}
-	copy(buf.Bytes(), "frame data")
-	// ... cuda.Stream.CopyHtoDAsync(dev, buf.Bytes()) ...
-	fmt.Println(len(buf.Bytes()), buf.Cap() >= buf.Len())
-	if err := buf.Release(); err != nil {
+	copy(buf.Bytes(), frame) // pinned memory, page-aligned
+	fmt.Println(buf.Len(), buf.Cap() >= buf.Len())
+	if err := buf.Release(); err != nil { // ReleaseAfter(fence) while a copy still uses it
 		log.Fatal(err)
 	}
 	fmt.Println(buf.Release()) // a second release is refused
 	// Output:
 	// 3110400 true
 	// pinpool: buffer already released
+}
+
+// A pool buffer sent to the GPU with an asynchronous copy goes back to the
+// pool only once the copy has finished: ReleaseAfter takes the CUDA event
+// recorded after the copy as its fence. It needs a GPU; without one it says
+// so on standard error and returns.
+func ExampleBuffer_ReleaseAfter_cudaEvent() {
+	gpu, err := cuda.NewContext(0) // device 0's primary context
+	if cuda.IsNoDriver(err) {
+		fmt.Fprintln(os.Stderr, "no GPU: skipped:", cuda.NoGPUReason(err))
+		return
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer gpu.Close()
+	dev, err := gpu.MemAlloc(1920 * 1080 * 3 / 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Free()
+	stream, err := gpu.NewStream(cuda.StreamNonBlocking)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stream.Destroy()
+	ev, err := gpu.NewEvent(cuda.EventDisableTiming) // a *cuda.Event is a pinpool.Fence
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ev.Destroy()
+
+	p, err := pinpool.New(pinpool.Options{}) // pinned memory of device 0
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close() // runs first: the event is still alive while the pool polls it
+
+	buf, err := p.Get(context.Background(), dev.Len())
+	if err != nil {
+		log.Fatal(err)
+	}
+	cuda.FillPattern(buf.Bytes(), 1) // the frame
+	if err := stream.CopyHtoDAsync(dev.Ptr(), buf.Bytes()); err != nil {
+		log.Fatal(err)
+	}
+	if err := ev.Record(stream); err != nil {
+		log.Fatal(err)
+	}
+	if err := buf.ReleaseAfter(ev); err != nil { // reused only after the copy has finished
+		log.Fatal(err)
+	}
+	// ... more work on the stream; before tearing down, wait for it:
+	if err := stream.Synchronize(); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
 }
 
 // ReleaseAfter returns a buffer only once an asynchronous operation that
@@ -43,10 +104,15 @@ func ExampleBuffer_ReleaseAfter() {
 		log.Fatal(err)
 	}
 	defer p.Close()
-	buf, _ := p.Get(context.Background(), 1<<20)
+	buf, err := p.Get(context.Background(), 1<<20)
+	if err != nil {
+		log.Fatal(err)
+	}
 	finish := time.Now().Add(10 * time.Millisecond)
 	copyDone := pinpool.FenceFunc(func() (bool, error) { return time.Now().After(finish), nil })
-	buf.ReleaseAfter(copyDone)
+	if err := buf.ReleaseAfter(copyDone); err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(p.Stats().BytesPending > 0)
 	time.Sleep(50 * time.Millisecond)
 	fmt.Println(p.Stats().BytesPending)
@@ -62,9 +128,48 @@ func ExamplePool_TryGet() {
 		log.Fatal(err)
 	}
 	defer p.Close()
-	a, _ := p.TryGet(6 << 20)
+	a, err := p.TryGet(6 << 20)
+	if err != nil {
+		log.Fatal(err)
+	}
 	_, err = p.TryGet(6 << 20)
-	fmt.Println(err != nil)
+	fmt.Println(errors.Is(err, pinpool.ErrBudget))
 	a.Release()
 	// Output: true
+}
+
+// Stats is a consistent snapshot: the first Get of a size misses and grows
+// the pool, the next ones are served from idle memory.
+func ExamplePool_Stats() {
+	p, err := pinpool.New(pinpool.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	for range 3 {
+		buf, err := p.Get(context.Background(), 256<<10)
+		if err != nil {
+			log.Fatal(err)
+		}
+		buf.Release()
+	}
+	st := p.Stats()
+	fmt.Println("gets", st.Gets, "hits", st.Hits, "misses", st.Misses)
+	fmt.Println("in use", st.BytesInUse, "idle", st.BytesIdle > 0)
+	fmt.Println(st.BytesHeld == st.BytesInUse+st.BytesIdle+st.BytesPending+st.BytesRetired)
+	// Output:
+	// gets 3 hits 2 misses 1
+	// in use 0 idle true
+	// true
+}
+
+// New checks every option before it touches any memory; the error names
+// the field.
+func ExampleNew() {
+	_, err := pinpool.New(pinpool.Options{Budget: 1000})
+	fmt.Println(errors.Is(err, pinpool.ErrInvalidOptions))
+	fmt.Println(err)
+	// Output:
+	// true
+	// pinpool: invalid options: Budget = 1000: want 0 (no cap) or at least 4096 bytes
 }

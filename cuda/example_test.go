@@ -1,0 +1,98 @@
+package cuda_test
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// The driver binding: a context, pinned host memory, device memory, a
+// stream and an event; an asynchronous copy, checked on the device with the
+// package's checksum kernel. It needs a GPU; without one NewContext returns
+// an error for which IsNoDriver holds, and the example says so on standard
+// error and returns.
+func Example() {
+	gpu, err := cuda.NewContext(0) // device 0's primary context
+	if cuda.IsNoDriver(err) {
+		fmt.Fprintln(os.Stderr, "no GPU: skipped:", cuda.NoGPUReason(err))
+		return
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer gpu.Close()
+
+	host, err := gpu.HostAlloc(64<<20, 0) // pinned
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer host.Free()
+	dev, err := gpu.MemAlloc(64 << 20)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Free()
+	stream, err := gpu.NewStream(cuda.StreamNonBlocking)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stream.Destroy()
+	done, err := gpu.NewEvent(cuda.EventDisableTiming)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer done.Destroy()
+
+	cuda.FillPattern(host.Bytes(), 7)
+	if err := stream.CopyHtoDAsync(dev.Ptr(), host.Bytes()); err != nil {
+		log.Fatal(err)
+	}
+	if err := done.Record(stream); err != nil {
+		log.Fatal(err)
+	}
+	if err := done.Synchronize(); err != nil {
+		log.Fatal(err)
+	}
+
+	err = stream.CopyHtoDAsync(dev.Ptr(), make([]byte, 4096)) // ordinary Go memory
+	if !errors.Is(err, cuda.ErrNotPinned) {
+		log.Fatalf("want ErrNotPinned, got %v", err)
+	}
+
+	k, err := gpu.LoadKernels()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer k.Close()
+	sum, err := k.Checksum(stream, dev.Ptr(), dev.Len())
+	if err != nil {
+		log.Fatal(err)
+	}
+	if sum != cuda.Checksum(host.Bytes()) {
+		log.Fatal("the device holds other bytes than the host")
+	}
+	// Output:
+}
+
+// Checksum is the CPU reference of the pinpool_checksum kernel: tests
+// compare the two to check data on the device. It needs no GPU.
+func ExampleChecksum() {
+	b := make([]byte, 4096)
+	cuda.FillPattern(b, 7) // what the pinpool_fill kernel writes with seed 7
+	fmt.Printf("%#x\n", cuda.Checksum(b))
+	b[100]++
+	fmt.Printf("%#x\n", cuda.Checksum(b))
+	// Output:
+	// 0xa48dfe57980c0592
+	// 0x72398acd51247dc7
+}
+
+// Asynchronous copies accept only page-locked memory; IsPinned tells
+// beforehand. Ordinary Go memory never is, with or without a GPU.
+func ExampleIsPinned() {
+	fmt.Println(cuda.IsPinned(make([]byte, 4096)))
+	// Output: false
+}

@@ -1,0 +1,99 @@
+// Package pinpool is a pool of pinned (page-locked) host memory for CUDA.
+//
+// Asynchronous copies between the host and a GPU need pinned memory, and
+// copies from it run at the speed of the link; but pinning is slow (a
+// cuMemHostAlloc of a few MiB costs about a millisecond, under a
+// driver-wide lock) and unpinning synchronises the device. A Pool
+// allocates pinned memory in large chunks through a Backend, carves them
+// into buffers, and hands buffers out and takes them back without calling
+// the driver. It is safe for concurrent use.
+//
+// # Buffers
+//
+// Pool.Get (which may wait) and Pool.TryGet (which never does) return a
+// Buffer of the length asked, backed by a buffer of its size class: classes
+// waste at most 12.5% above 32 KiB, or, with Options.Exact, every size
+// rounded to whole pages is its own class. Buffer.Bytes is the memory,
+// page-aligned and not zeroed. Buffer.Release gives it back. A Buffer is a
+// small handle, released exactly once: afterwards every copy of it is dead,
+// and a second release returns ErrReleased even when the memory has been
+// handed out again. Options.Debug poisons released memory to catch writes
+// through stale slices.
+//
+// # The fast path
+//
+// Once the pool has served a size, Get and Release of it cost tens of
+// nanoseconds and call no driver: idle buffers wait in per-processor caches,
+// and a processor takes from and returns to its own with no lock, only a few
+// plain loads and stores and the compare-and-swap that claims a buffer.
+// Nothing is counted there; Pool.Stats derives hits from the buffers'
+// generations.
+//
+// # Growth and budget
+//
+// When a size has no idle buffer, Get grows its class through the Backend,
+// outside every lock that Get and Release need: buffers up to
+// Options.SlabMax come many to a slab of Options.SlabSize, larger ones
+// Options.GrowCount at a time (4, as the seed pool), within
+// Options.GrowBytes; a class that keeps missing grows in larger batches.
+// A backend failure is returned (ErrGrow), never retried in a loop.
+// Pool.Reserve grows ahead of time and keeps what it grew.
+//
+// Options.Budget caps the bytes the pool holds: in use, idle and pending
+// together. A Get that would exceed it first trims idle memory of other
+// sizes, then waits for a release, its context or Close; TryGet and Reserve
+// return ErrBudget instead, and a request larger than the whole budget fails
+// at once. The system guard (Options.MinAvailable) refuses growth that would
+// take the machine's available memory below a floor (ErrLowMemory, which is
+// also ErrBudget), and on the host backend the RLIMIT_MEMLOCK allowance
+// bounds the pool like a budget. Idle memory goes back to the backend in the
+// background, whole allocations at a time, beyond Options.MaxIdle buffers
+// per class or after Options.IdleTimeout unused, and at once on Pool.Trim.
+//
+// # Fences
+//
+// A buffer that an asynchronous copy still reads or writes must not be
+// reused. Buffer.ReleaseAfter releases it with a Fence, such as the
+// *cuda.Event recorded on the stream after the copy (FenceFunc adapts a
+// function): the buffer is pending, never handed out, until the fence's
+// Done reports true, which the pool polls in the background. A fence whose
+// Done fails or panics retires the buffer: the device may still use it, so
+// it is never handed out again and is freed with the rest of its
+// allocation.
+//
+// # Stats
+//
+// Pool.Stats is a consistent snapshot, pool-wide and per size class: bytes
+// held, in use, idle, pending and retired (which add up, within the
+// budget), gets, hits and misses (which add up), growth and its time, trims,
+// fence outcomes and backend failures. Counters never go back. Package
+// metrics exports them to Prometheus.
+//
+// # Close
+//
+// Pool.Close frees the idle memory, wakes every waiting Get with ErrClosed,
+// and makes Get, TryGet and Reserve return ErrClosed from then on; releases
+// keep working. Buffers still handed out are freed when they are released,
+// and pending buffers once their fence completes, which the pool keeps
+// polling for Options.CloseWait. A backend that the pool made itself (zero
+// Options.Backend) is closed with it; one given in Options is the caller's
+// to close, after the pool.
+//
+// # Backends
+//
+// The zero Options take DefaultBackend: when a CUDA driver and device are
+// found, pinned memory of device 0 from package cudahost (mmap'd memory
+// registered with cuMemHostRegister, or cuMemHostAlloc, whichever suits the
+// device); otherwise locked host memory from NewHostBackend (mmap and mlock),
+// so that programs and their tests run on machines without a GPU. Host
+// memory is locked but unknown to the driver, so asynchronous copies refuse
+// it. Options.Backend takes any other: CUDABackend over a cudahost.Backend
+// of one's own options (mapped memory for zero-copy through
+// Buffer.DevicePointer, write-combined memory, NUMA binding), or any type
+// with the methods of Backend.
+//
+// Package transfer builds on a pool: it moves ordinary Go memory to and
+// from a device at close to pinned speed, staging it through pool buffers.
+// Package cuda is the driver binding underneath, loaded at run time without
+// cgo.
+package pinpool
