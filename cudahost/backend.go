@@ -226,13 +226,16 @@ func also(err, cleanup error) error {
 // registration, the same with HugePages, which on the H200 host halves the
 // cost of growing (about 160-200 ms/GiB against 310-360 ms/GiB without, and
 // 370-550 ms/GiB for cuMemHostAlloc; BenchmarkGrow). Its errors are New's.
-func NewDefault() (*Backend, error) {
-	b, err := New(Options{})
+func NewDefault() (*Backend, error) { return NewDefaultDevice(0) }
+
+// NewDefaultDevice is NewDefault for device dev.
+func NewDefaultDevice(dev int) (*Backend, error) {
+	b, err := New(Options{Device: dev})
 	if err != nil {
 		return nil, err
 	}
 	if b.Options().Method == Register {
-		if hb, herr := New(Options{Method: Register, HugePages: true}); herr == nil {
+		if hb, herr := New(Options{Device: dev, Method: Register, HugePages: true}); herr == nil {
 			b.Close()
 			b = hb
 		}

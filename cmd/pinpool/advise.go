@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/pinpool/pinpool/internal/advise"
 	"github.com/pinpool/pinpool/internal/measure"
@@ -15,14 +16,19 @@ import (
 // report, turned into recommendations for this machine by the rules of
 // package internal/advise, each line with the figures it rests on.
 type adviseCmd struct {
-	From     string `placeholder:"FILE" help:"Advise from a report saved with 'pinpool bench --json' instead of measuring ('-': stdin)."`
-	Full     bool   `help:"Measure with bench's full plan (sizes up to 1 GiB) instead of the short one."`
-	JSON     bool   `help:"Print the advice as JSON."`
-	Progress string `default:"auto" enum:"auto,always,never" help:"Progress bar on stderr while measuring: auto (when stderr is a terminal), always, never."`
+	From     string     `placeholder:"FILE" help:"Advise from a report saved with 'pinpool bench --json' instead of measuring ('-': stdin)."`
+	Full     bool       `help:"Measure with bench's full plan (sizes up to 1 GiB) instead of the short one."`
+	JSON     bool       `help:"Print the advice as JSON."`
+	Progress string     `default:"auto" help:"Progress bar on stderr while measuring: auto (when stderr is a terminal), always, never."`
+	Device   deviceFlag `default:"0" placeholder:"N" help:"CUDA device to measure and advise on."`
 }
 
 // Validate checks the flags; kong reports its error as a usage error.
 func (c *adviseCmd) Validate() error {
+	c.Progress = strings.ToLower(c.Progress)
+	if c.Progress != "auto" && c.Progress != "always" && c.Progress != "never" {
+		return fmt.Errorf("--progress %s: want auto, always or never", c.Progress)
+	}
 	if c.From != "" && c.Full {
 		return errors.New("--from and --full: advise either from a saved report or from a new measurement")
 	}
@@ -42,7 +48,11 @@ func (c *adviseCmd) Run(g *globals) error {
 		if c.Full {
 			plan = measure.DefaultPlan()
 		}
-		var err error
+		devices, err := c.Device.resolve()
+		if err != nil {
+			return err
+		}
+		plan.Devices = devices[:1]
 		if r, err = measureWithProgress(g, plan, c.Progress); err != nil {
 			return fmt.Errorf("advise: measuring: %w", err)
 		}

@@ -23,7 +23,8 @@ import (
 // prints them as a table, JSON, CSV or Go benchmark format, with an
 // optional plot.
 type benchCmd struct {
-	args []string // the command line, to tell a flag given from its default (set by Validate)
+	args    []string // the command line, to tell a flag given from its default (set by Validate)
+	devices []int    // --device resolved (set by Validate)
 
 	Sizes      []byteSize `sep:"," placeholder:"SIZE,..." help:"Transfer sizes (default: 4KiB to --max-size in steps of 4×)."`
 	MaxSize    byteSize   `default:"1GiB" help:"Largest transfer of the default sizes."`
@@ -42,6 +43,7 @@ type benchCmd struct {
 	NoTransfers bool          `help:"Skip the transfer benchmark."`
 	NoAlloc     bool          `help:"Skip the allocation benchmark."`
 	NoPool      bool          `help:"Skip the pool benchmark."`
+	Device      deviceFlag    `default:"0" placeholder:"N|N,M|all" help:"Devices to measure: a number, a list, or all (CUDA_VISIBLE_DEVICES chooses which the driver shows); with several, each alone and then the pinned and staged transfers on all at once."`
 	CopySizes   []byteSize    `sep:"," placeholder:"SIZE,..." help:"Sizes of the host memory copy benchmark, the ceiling of staging (default 64KiB,1MiB,16MiB,256MiB); its goroutines are --goroutines."`
 	NoHostCopy  bool          `help:"Skip the host memory copy benchmark."`
 
@@ -93,7 +95,12 @@ func (c *benchCmd) Validate(kctx *kong.Context) error {
 			return err
 		}
 	}
-	_, err := c.plan().WithDefaults()
+	devices, err := c.Device.resolve()
+	if err != nil {
+		return err
+	}
+	c.devices = devices
+	_, err = c.plan().WithDefaults()
 	return err
 }
 
@@ -129,7 +136,7 @@ func (c *benchCmd) checkContradictions() error {
 	if c.From != "" {
 		for _, f := range []string{"sizes", "max-size", "kinds", "directions", "repeats", "min-time", "warmup", "rotate",
 			"alloc-sizes", "alloc-calls", "goroutines", "pool-size", "pool-time", "no-transfers", "no-alloc", "no-pool",
-			"copy-sizes", "no-host-copy", "progress"} {
+			"copy-sizes", "no-host-copy", "progress", "device"} {
 			if given[f] {
 				return fmt.Errorf("--from %s renders a saved report and measures nothing: --%s has no use with it", c.From, f)
 			}
@@ -182,7 +189,7 @@ func (c *benchCmd) plan() measure.Plan {
 		MinRepeats: c.Repeats, MinTime: c.MinTime, Warmup: c.Warmup, RotateBytes: int64(c.Rotate),
 		AllocRepeats: c.AllocCalls, PoolSize: int64(c.PoolSize), PoolTime: c.PoolTime,
 		NoTransfers: c.NoTransfers, NoAlloc: c.NoAlloc, NoPool: c.NoPool, NoHostCopy: c.NoHostCopy,
-		PoolGoroutines: c.Goroutines,
+		PoolGoroutines: c.Goroutines, Devices: c.devices,
 	}
 	if len(c.CopySizes) > 0 {
 		p.CopySizes = toInt64(c.CopySizes)

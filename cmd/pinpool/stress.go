@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pinpool/pinpool/cudahost"
 	"github.com/pinpool/pinpool/internal/units"
 	"io"
 	"math"
@@ -54,6 +55,7 @@ type stressCmd struct {
 	CompareSeed bool          `help:"Also run the workload on the seed pool's design (one mutex, grow by 4, keep 32) over the same backend."`
 	MetricsAddr string        `placeholder:"HOST:PORT" help:"Serve the pool's Prometheus metrics at http://HOST:PORT/metrics while the command runs (port 0 picks one; the address is printed on stderr)."`
 	JSON        bool          `help:"Print JSON instead of a table."`
+	Device      int           `default:"0" help:"CUDA device whose pinned memory the pool and the contenders use."`
 }
 
 // Validate checks the flags; kong reports its error as a usage error.
@@ -70,6 +72,8 @@ func (c *stressCmd) Validate() error {
 			units.Size(int64(c.Budget)), units.Size(int64(c.Size)), units.Size(frame))
 	}
 	switch {
+	case c.Device < 0:
+		return fmt.Errorf("--device %d: want a device number from 0", c.Device)
 	case c.Goroutines < 1 || c.Goroutines > 1<<16:
 		return fmt.Errorf("--goroutines %d: want 1 .. 65536", c.Goroutines)
 	case c.Iterations < 1:
@@ -144,17 +148,18 @@ func (c *stressCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
-	backend, err := pinpool.DefaultBackend()
-	if err != nil {
-		return err
-	}
-	if cl, ok := backend.(io.Closer); ok {
-		defer cl.Close()
-	}
+	var backend pinpool.Backend
 	if noGPU != "" {
+		backend = pinpool.NewHostBackend(hostmem.Options{})
 		fmt.Fprintf(g.stderr, "host backend: no GPU (%s)\n", noGPU)
 	} else {
-		fmt.Fprintf(g.stderr, "backend: %s (CUDA device 0)\n", backend.Name())
+		cb, err := cudahost.NewDefaultDevice(c.Device)
+		if err != nil {
+			return fmt.Errorf("--device %d: %w", c.Device, err)
+		}
+		defer cb.Close()
+		backend = pinpool.CUDABackend(cb)
+		fmt.Fprintf(g.stderr, "backend: %s (CUDA device %d)\n", backend.Name(), c.Device)
 	}
 	p, err := pinpool.New(pinpool.Options{Backend: backend, Budget: int64(c.Budget), Exact: c.Exact})
 	if err != nil {
@@ -315,7 +320,7 @@ func (c *stressCmd) runRaw(gpu bool) (stressResult, error) {
 	r := stressResult{Name: "raw"}
 	var get func(int) (func() error, error)
 	if gpu {
-		ctx, err := cuda.NewContext(0)
+		ctx, err := cuda.NewContext(c.Device)
 		if err != nil {
 			return r, err
 		}

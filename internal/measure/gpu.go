@@ -20,6 +20,7 @@ import (
 // host arena.
 type gpu struct {
 	p     Plan
+	dev   int // the device ordinal
 	be    *cudahost.Backend
 	ctx   *cuda.Context
 	props cuda.Properties
@@ -34,14 +35,14 @@ type gpu struct {
 	copier          *transfer.Copier
 }
 
-// openGPU opens device 0. It returns an error wrapping cuda.ErrNoDriver
+// openGPU opens device dev. It returns an error wrapping cuda.ErrNoDriver
 // (cuda.IsNoDriver) when there is no driver or device.
-func openGPU(p Plan) (*gpu, error) {
-	be, err := cudahost.NewDefault()
+func openGPU(p Plan, dev int) (*gpu, error) {
+	be, err := cudahost.NewDefaultDevice(dev)
 	if err != nil {
 		return nil, err
 	}
-	g := &gpu{p: p, be: be, ctx: be.Context(), props: be.Properties()}
+	g := &gpu{p: p, dev: dev, ctx: be.Context(), props: be.Properties(), be: be}
 	if err := g.init(); err != nil {
 		g.close()
 		return nil, err
@@ -322,5 +323,7 @@ func (g *gpu) row(m *mover, k Kind, d Direction, size int64) (Transfer, error) {
 		}
 		s = append(s, dt)
 	}
-	return transferRow(k, d, size, s, m.timer), nil
+	t := transferRow(k, d, size, s, m.timer)
+	t.Device = g.dev
+	return t, nil
 }

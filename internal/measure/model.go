@@ -99,6 +99,11 @@ type Transfer struct {
 	// GBps is the bytes moved (2×Size for Both) over Median, in 10⁹ bytes
 	// per second.
 	GBps float64 `json:"gigabytes_per_second"`
+
+	// Device is the device ordinal, or AllDevices for a transfer run on
+	// every measured device at once (Size bytes on each; the rate is the
+	// sum over the devices).
+	Device int `json:"device"`
 	// Timer is how the transfers were timed: "cuda-events" (events
 	// recorded on the stream around the copy) or "wall" (the host clock
 	// around a call that returns when the bytes are in place: pageable and
@@ -112,6 +117,19 @@ func (t Transfer) Bytes() int64 {
 		return 2 * t.Size
 	}
 	return t.Size
+}
+
+// Devices returns the device ordinals the transfers were measured on, in
+// order, without AllDevices.
+func (r *Report) Devices() []int {
+	var out []int
+	for _, t := range r.Transfers {
+		if t.Device != AllDevices && !slices.Contains(out, t.Device) {
+			out = append(out, t.Device)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Alloc operations measured by the allocation benchmark.
@@ -161,6 +179,10 @@ type PoolRun struct {
 }
 
 // Machine describes where a report was measured.
+// AllDevices is the Device of a transfer measured on every device at
+// once.
+const AllDevices = -1
+
 // UnmarshalJSON reads a transfer row, also from reports saved before the
 // rate's field was named gigabytes_per_second (it was "gbps").
 func (t *Transfer) UnmarshalJSON(b []byte) error {

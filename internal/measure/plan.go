@@ -64,6 +64,12 @@ type Plan struct {
 	// NoTransfers skips the transfer benchmark.
 	NoTransfers bool
 
+	// Devices are the devices whose transfers are measured (default: device
+	// 0). With more than one, the pinned and staged transfers are also
+	// measured on all of them at once (Device AllDevices). The allocation
+	// and pool benchmarks run on the first.
+	Devices []int
+
 	// CopySizes are the sizes of the host memory copy benchmark (default
 	// 64 KiB, 1 MiB, 16 MiB, 256 MiB) and CopyThreads its goroutine
 	// counts (default PoolGoroutines). NoHostCopy skips it.
@@ -151,6 +157,9 @@ func (p Plan) WithDefaults() (Plan, error) {
 	if p.PoolSize == 0 {
 		p.PoolSize = 64 << 10
 	}
+	if p.Devices == nil {
+		p.Devices = []int{0}
+	}
 	if p.CopySizes == nil {
 		p.CopySizes = []int64{64 << 10, 1 << 20, 16 << 20, 256 << 20}
 	}
@@ -209,6 +218,11 @@ func (p Plan) check() error {
 	for _, g := range p.PoolGoroutines {
 		if g < 1 || g > 1<<16 {
 			return bad("pool goroutines %d: want 1 .. 65536", g)
+		}
+	}
+	for i, d := range p.Devices {
+		if d < 0 || slices.Contains(p.Devices[:i], d) {
+			return bad("device %d: want distinct ordinals from 0", d)
 		}
 	}
 	for _, s := range p.CopySizes {

@@ -26,19 +26,42 @@ func Run(ctx context.Context, plan Plan, command string) (*Report, error) {
 	}
 	r := &Report{Date: time.Now().UTC(), Command: command, Machine: hostMachine(),
 		Transfers: []Transfer{}, Allocs: []Alloc{}, Pool: []PoolRun{}}
-	g, err := openGPU(p)
-	switch {
-	case cuda.IsNoDriver(err):
-		r.Machine.NoGPU = cuda.NoGPUReason(err)
-	case err != nil:
-		return nil, fmt.Errorf("measure: opening device 0: %w", err)
-	default:
-		defer g.close()
-		r.Machine.addGPU(g.props)
+	var gpus []*gpu
+	defer func() {
+		for _, g := range gpus {
+			g.close()
+		}
+	}()
+	for _, dev := range p.Devices {
+		g, err := openGPU(p, dev)
+		switch {
+		case cuda.IsNoDriver(err) && len(gpus) == 0:
+			r.Machine.NoGPU = cuda.NoGPUReason(err)
+		case err != nil:
+			return nil, fmt.Errorf("measure: opening device %d: %w", dev, err)
+		default:
+			gpus = append(gpus, g)
+		}
+		if r.Machine.NoGPU != "" {
+			break
+		}
 	}
-	prog := &progress{f: p.Progress, total: p.steps(g != nil)}
-	if g != nil && !p.NoTransfers {
-		if err := g.transfers(ctx, r, prog); err != nil {
+	var g *gpu // the first device: allocation and pool benchmarks
+	if len(gpus) > 0 {
+		g = gpus[0]
+		r.Machine.addGPU(g.props)
+		if len(gpus) > 1 {
+			r.Machine.GPU = fmt.Sprintf("%d× %s", len(gpus), r.Machine.GPU)
+		}
+	}
+	prog := &progress{f: p.Progress, total: p.steps(len(gpus))}
+	if len(gpus) > 0 && !p.NoTransfers {
+		for _, g := range gpus {
+			if err := g.transfers(ctx, r, prog); err != nil {
+				return r, err
+			}
+		}
+		if err := allAtOnce(ctx, gpus, r, prog); err != nil {
 			return r, err
 		}
 	} else if !p.NoTransfers {
@@ -75,11 +98,15 @@ func (pr *progress) step(format string, args ...any) {
 	}
 }
 
-// steps is the number of rows Run reports progress for.
-func (p Plan) steps(gpu bool) int {
+// steps is the number of rows Run reports progress for, with gpus devices
+// opened.
+func (p Plan) steps(gpus int) int {
 	n := 0
-	if gpu && !p.NoTransfers {
-		n += len(p.Kinds) * len(p.Directions) * len(p.Sizes)
+	if gpus > 0 && !p.NoTransfers {
+		n += gpus * len(p.Kinds) * len(p.Directions) * len(p.Sizes)
+		if gpus > 1 {
+			n += len(p.allKinds()) * len(p.allDirections()) * len(p.Sizes)
+		}
 	}
 	if !p.NoAlloc {
 		n += len(p.AllocSizes)

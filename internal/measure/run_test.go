@@ -81,7 +81,11 @@ func TestRunHost(t *testing.T) {
 		t.Errorf("pool rows %+v, want 2 per implementation", r.Pool)
 	}
 	full, _ := p.WithDefaults()
-	want := full.steps(!r.IsNoGPU())
+	gpus := 1
+	if r.IsNoGPU() {
+		gpus = 0
+	}
+	want := full.steps(gpus)
 	if len(steps) != want || steps[len(steps)-1].Done != want || steps[0].Total != want {
 		t.Errorf("%d progress steps (last %+v), want %d", len(steps), steps[len(steps)-1], want)
 	}
@@ -169,7 +173,7 @@ func TestParse(t *testing.T) {
 // TestNoDriverIsHostOnly checks the premise of TestRunHost's host branch:
 // without a driver, openGPU reports cuda.IsNoDriver.
 func TestNoDriverIsHostOnly(t *testing.T) {
-	g, err := openGPU(DefaultPlan())
+	g, err := openGPU(DefaultPlan(), 0)
 	if err == nil {
 		g.close()
 		t.Skip("a GPU is present")
@@ -203,8 +207,8 @@ func TestHostCopies(t *testing.T) {
 			t.Errorf("row %+v", h)
 		}
 	}
-	if steps != p.steps(false) {
-		t.Errorf("%d progress steps, plan says %d", steps, p.steps(false))
+	if steps != p.steps(0) {
+		t.Errorf("%d progress steps, plan says %d", steps, p.steps(0))
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // rows of every section, a row's unused cells left empty.
 var csvHeader = []string{
 	"section", "kind", "direction", "op", "impl", "size_bytes", "goroutines",
-	"repeats", "median_ns", "min_ns", "max_ns", "gigabytes_per_second", "ops_per_second", "ns_per_op",
+	"repeats", "median_ns", "min_ns", "max_ns", "gigabytes_per_second", "ops_per_second", "ns_per_op", "device",
 }
 
 // The sections of WriteCSV's rows (its first column).
@@ -27,11 +27,12 @@ const (
 
 // WriteCSV writes r as one CSV table: a header row
 //
-//	section,kind,direction,op,impl,size_bytes,goroutines,repeats,median_ns,min_ns,max_ns,gigabytes_per_second,ops_per_second,ns_per_op
+//	section,kind,direction,op,impl,size_bytes,goroutines,repeats,median_ns,min_ns,max_ns,gigabytes_per_second,ops_per_second,ns_per_op,device
 //
 // then a row per transfer, per allocation measurement, per pool run and
 // per host copy, in report order, section being "transfer", "alloc",
-// "pool" or "hostcopy" (its threads in the goroutines column) and the
+// "pool" or "hostcopy" (its threads in the goroutines column; a transfer's
+// device is its ordinal, or "all" for all devices at once) and the
 // cells a section has no use for empty. Times are integer nanoseconds,
 // sizes bytes, and rates are written in full precision. The machine, the
 // command, the transfers' timers and the pool runs' operation counts,
@@ -50,7 +51,7 @@ func WriteCSV(w io.Writer, r *measure.Report) error {
 			sectionTransfer, string(t.Kind), string(t.Dir), "", "",
 			itoa(t.Size), "", strconv.Itoa(t.Repeats),
 			nanos(t.Median), nanos(t.Min), nanos(t.Max),
-			ftoa(t.GBps), "", "",
+			ftoa(t.GBps), "", "", deviceCell(t.Device),
 		})
 	}
 	for _, a := range r.Allocs {
@@ -58,7 +59,7 @@ func WriteCSV(w io.Writer, r *measure.Report) error {
 			sectionAlloc, "", "", a.Op, "",
 			itoa(a.Size), "", strconv.Itoa(a.Repeats),
 			nanos(a.Median), nanos(a.Min), nanos(a.Max),
-			"", "", "",
+			"", "", "", "",
 		})
 	}
 	for _, p := range r.Pool {
@@ -66,7 +67,7 @@ func WriteCSV(w io.Writer, r *measure.Report) error {
 			sectionPool, "", "", "", p.Impl,
 			itoa(p.Size), strconv.Itoa(p.Goroutines), "",
 			"", "", "",
-			"", ftoa(p.OpsPerSec), ftoa(p.NsPerOp),
+			"", ftoa(p.OpsPerSec), ftoa(p.NsPerOp), "",
 		})
 	}
 	for _, h := range r.HostCopies {
@@ -74,7 +75,7 @@ func WriteCSV(w io.Writer, r *measure.Report) error {
 			sectionHostCopy, "", "", "", "",
 			itoa(h.Size), strconv.Itoa(h.Threads), strconv.Itoa(h.Repeats),
 			nanos(h.Median), nanos(h.Min), nanos(h.Max),
-			ftoa(h.GBps), "", "",
+			ftoa(h.GBps), "", "", "",
 		})
 	}
 	cw.Flush()
@@ -82,6 +83,14 @@ func WriteCSV(w io.Writer, r *measure.Report) error {
 		return fmt.Errorf("report: writing CSV: %w", err)
 	}
 	return nil
+}
+
+// deviceCell writes a transfer's device: its ordinal, or "all".
+func deviceCell(d int) string {
+	if d == measure.AllDevices {
+		return "all"
+	}
+	return strconv.Itoa(d)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

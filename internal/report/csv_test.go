@@ -16,7 +16,7 @@ func TestWriteCSV(t *testing.T) {
 	quoted := noGPUReport()
 	quoted.Allocs = append(quoted.Allocs, measure.Alloc{Op: `odd, "quoted" op`, Size: 1, Repeats: 1, Median: 1, Min: 1, Max: 1})
 
-	header := "section,kind,direction,op,impl,size_bytes,goroutines,repeats,median_ns,min_ns,max_ns,gigabytes_per_second,ops_per_second,ns_per_op"
+	header := "section,kind,direction,op,impl,size_bytes,goroutines,repeats,median_ns,min_ns,max_ns,gigabytes_per_second,ops_per_second,ns_per_op,device"
 	tests := []struct {
 		name   string
 		report *measure.Report
@@ -24,16 +24,16 @@ func TestWriteCSV(t *testing.T) {
 		lines []string
 	}{
 		{"h200", h200Report(), []string{
-			"transfer,pinned,H2D,,,4096,,1000,7574,7346,9088,0.5407974650118827,,",
-			"alloc,,,cuMemHostAlloc,,1073741824,,3,174084000,165379800,226309200,,,",
-			"pool,,,,pinpool,1048576,16,,,,,,320000000,50",
+			"transfer,pinned,H2D,,,4096,,1000,7574,7346,9088,0.5407974650118827,,,0",
+			"alloc,,,cuMemHostAlloc,,1073741824,,3,174084000,165379800,226309200,,,,",
+			"pool,,,,pinpool,1048576,16,,,,,,320000000,50,",
 		}},
 		{"no GPU", noGPUReport(), []string{
-			"alloc,,,mmap+mlock,,4096,,50,2351,2233,3056,,,",
-			"pool,,,,seed,1048576,2,,,,,,11764706,169.99999830000002",
+			"alloc,,,mmap+mlock,,4096,,50,2351,2233,3056,,,,",
+			"pool,,,,seed,1048576,2,,,,,,11764706,169.99999830000002,",
 		}},
 		{"quoted", quoted, []string{
-			`alloc,,,"odd, ""quoted"" op",,1,,1,1,1,1,,,`,
+			`alloc,,,"odd, ""quoted"" op",,1,,1,1,1,1,,,,`,
 		}},
 		{"empty", &measure.Report{}, nil},
 	}
@@ -88,7 +88,7 @@ func TestWriteCSV(t *testing.T) {
 					"section": "transfer", "kind": string(x.Kind), "direction": string(x.Dir),
 					"size_bytes": strconv.FormatInt(x.Size, 10), "repeats": strconv.Itoa(x.Repeats),
 					"median_ns": ns(x.Median), "min_ns": ns(x.Min), "max_ns": ns(x.Max),
-					"gigabytes_per_second": rec[col["gigabytes_per_second"]],
+					"gigabytes_per_second": rec[col["gigabytes_per_second"]], "device": deviceCell(x.Device),
 				})
 			}
 			rows = rows[len(r.Transfers):]

@@ -54,9 +54,14 @@ func WriteGoBench(w io.Writer, r *measure.Report) error {
 		fmt.Fprintln(ew, "Unit ops/s better=higher")
 	}
 
+	multi := len(deviceGroups(r)) > 1
 	for _, t := range r.Transfers {
-		fmt.Fprintf(ew, "BenchmarkTransfer/kind=%s/dir=%s/size=%s \t %d \t %d ns/op \t %s GB/s\n",
-			namePart(string(t.Kind)), namePart(string(t.Dir)), compactSize(t.Size),
+		dev := ""
+		if multi {
+			dev = "/device=" + deviceCell(t.Device)
+		}
+		fmt.Fprintf(ew, "BenchmarkTransfer%s/kind=%s/dir=%s/size=%s \t %d \t %d ns/op \t %s GB/s\n",
+			dev, namePart(string(t.Kind)), namePart(string(t.Dir)), compactSize(t.Size),
 			t.Repeats, int64(t.Median), ftoa(t.GBps))
 	}
 	for _, a := range r.Allocs {

@@ -288,8 +288,11 @@ func wrap(style text.Style, pieces []string, width vg.Length) []string {
 // axes, and the legend of the kinds drawn.
 func bandwidthPanels(r *measure.Report) ([]*plot.Plot, plot.Legend, error) {
 	// Only rows a log axis can place and a line can join.
+	// With several devices, the first device's rows are drawn; the
+	// tables carry every device and the aggregate.
+	first := deviceGroups(r)[0].rows
 	var ts []measure.Transfer
-	for _, t := range r.Transfers {
+	for _, t := range first {
 		if t.Size > 0 && t.GBps >= 0 && !math.IsInf(t.GBps, 0) && !math.IsNaN(t.GBps) {
 			ts = append(ts, t)
 		}

@@ -179,9 +179,48 @@ func (t table) write(w io.Writer) {
 // transferTables returns, per direction present, the bandwidth table and
 // (when there are small transfers) the latency table.
 func transferTables(r *measure.Report) []table {
+	groups := deviceGroups(r)
+	if len(groups) == 1 {
+		return transferTablesOf(r.Transfers, "")
+	}
 	var out []table
-	for _, d := range directionsIn(r.Transfers) {
-		ts := inDirection(r.Transfers, d)
+	for _, g := range groups {
+		out = append(out, transferTablesOf(g.rows, g.name+": ")...)
+	}
+	return out
+}
+
+// deviceGroup is the transfers of one device, or of all at once.
+type deviceGroup struct {
+	name string // "device 1", "2 devices at once"
+	rows []measure.Transfer
+}
+
+// deviceGroups splits a report's transfers by device: one group for a
+// report of one device, else one per device and one for all at once.
+func deviceGroups(r *measure.Report) []deviceGroup {
+	devs := r.Devices()
+	all := slices.DeleteFunc(slices.Clone(r.Transfers), func(t measure.Transfer) bool { return t.Device != measure.AllDevices })
+	if len(devs) <= 1 && len(all) == 0 {
+		return []deviceGroup{{rows: r.Transfers}}
+	}
+	var out []deviceGroup
+	for _, d := range devs {
+		out = append(out, deviceGroup{fmt.Sprintf("device %d", d),
+			slices.DeleteFunc(slices.Clone(r.Transfers), func(t measure.Transfer) bool { return t.Device != d })})
+	}
+	if len(all) > 0 {
+		out = append(out, deviceGroup{fmt.Sprintf("%d devices at once (the bytes of all, summed)", len(devs)), all})
+	}
+	return out
+}
+
+// transferTablesOf returns the transfer tables of rows of one device (or
+// of all at once), their titles starting with prefix.
+func transferTablesOf(rows []measure.Transfer, prefix string) []table {
+	var out []table
+	for _, d := range directionsIn(rows) {
+		ts := inDirection(rows, d)
 		kinds := kindsIn(ts)
 		sizes := sizesOf(ts)
 		head := []string{"size"}
@@ -190,11 +229,11 @@ func transferTables(r *measure.Report) []table {
 		}
 
 		bw := table{
-			title: fmt.Sprintf("Transfers %s: bandwidth, GB/s (median)", directionTitle(d)),
+			title: fmt.Sprintf("%sTransfers %s: bandwidth, GB/s (median)", prefix, directionTitle(d)),
 			head:  head,
 		}
 		lat := table{
-			title: fmt.Sprintf("Transfers %s: latency, µs (median), sizes up to %s", directionTitle(d), formatSize(latencyMaxSize)),
+			title: fmt.Sprintf("%sTransfers %s: latency, µs (median), sizes up to %s", prefix, directionTitle(d), formatSize(latencyMaxSize)),
 			head:  head,
 		}
 		for _, n := range sizes {

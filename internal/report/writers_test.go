@@ -76,3 +76,54 @@ func TestHostCopyRows(t *testing.T) {
 		t.Errorf("csv has %d hostcopy rows, want %d", n, len(r.HostCopies))
 	}
 }
+
+// twoDevices is h200Report measured on two devices, with the pinned rows
+// also measured on both at once.
+func twoDevices() *measure.Report {
+	r := h200Report()
+	var more []measure.Transfer
+	for _, t := range r.Transfers {
+		t1 := t
+		t1.Device = 1
+		more = append(more, t1)
+		if t.Kind == measure.Pinned && t.Dir != measure.Both {
+			all := t
+			all.Device = measure.AllDevices
+			all.GBps = 2 * t.GBps
+			more = append(more, all)
+		}
+	}
+	r.Transfers = append(r.Transfers, more...)
+	return r
+}
+
+// TestSeveralDevices: each device's transfers, and those of all devices at
+// once, are told apart in every writer.
+func TestSeveralDevices(t *testing.T) {
+	r := twoDevices()
+	var table, csvOut, gob bytes.Buffer
+	for _, w := range []func() error{
+		func() error { return WriteTable(&table, r) },
+		func() error { return WriteCSV(&csvOut, r) },
+		func() error { return WriteGoBench(&gob, r) },
+	} {
+		if err := w(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ what, out, want string }{
+		{"table", table.String(), "device 0: Transfers H2D"},
+		{"table", table.String(), "device 1: Transfers D2H"},
+		{"table", table.String(), "2 devices at once (the bytes of all, summed): Transfers H2D"},
+		{"csv", csvOut.String(), ",all\n"},
+		{"gobench", gob.String(), "BenchmarkTransfer/device=all/kind=pinned/dir=H2D/size=4KiB"},
+		{"gobench", gob.String(), "BenchmarkTransfer/device=1/kind=pageable"},
+	} {
+		if !strings.Contains(c.out, c.want) {
+			t.Errorf("%s lacks %q", c.what, c.want)
+		}
+	}
+	if strings.Contains(table.String(), "2 devices at once (the bytes of all, summed): Transfers both") {
+		t.Error("a both table for all devices at once, which is not measured")
+	}
+}
