@@ -3,6 +3,7 @@ package hostmem
 import (
 	"bytes"
 	"errors"
+	"github.com/pinpool/pinpool/internal/units"
 	"math"
 	"os"
 	"os/exec"
@@ -437,7 +438,7 @@ func TestLockLimit(t *testing.T) {
 	if soft != rl.Cur || hard != rl.Max {
 		t.Fatalf("LockLimit %d/%d, getrlimit %d/%d", soft, hard, rl.Cur, rl.Max)
 	}
-	t.Logf("RLIMIT_MEMLOCK soft %s hard %s", formatLimit(soft), formatLimit(hard))
+	t.Logf("RLIMIT_MEMLOCK soft %s hard %s", units.Limit(soft), units.Limit(hard))
 }
 
 const childEnv = "HOSTMEM_TEST_LOCKLIMIT_CHILD"
@@ -542,5 +543,5 @@ func TestLockAllowance(t *testing.T) {
 			t.Fatalf("soft %d: allowance %d, limited %v", soft, n, limited)
 		}
 	}
-	t.Logf("CAP_IPC_LOCK %v, RLIMIT_MEMLOCK soft %s, allowance %d (limited %v)", can, formatLimit(soft), n, limited)
+	t.Logf("CAP_IPC_LOCK %v, RLIMIT_MEMLOCK soft %s, allowance %d (limited %v)", can, units.Limit(soft), n, limited)
 }

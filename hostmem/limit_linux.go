@@ -3,6 +3,7 @@ package hostmem
 import (
 	"errors"
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
 	"math"
 	"os"
 
@@ -54,38 +55,16 @@ func LockedBytes() (uint64, error) {
 // lockError explains a failed mlock of asked bytes.
 func lockError(asked int, err error) error {
 	if !errors.Is(err, unix.ENOMEM) && !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EAGAIN) {
-		return fmt.Errorf("hostmem: mlock of %s: %w", formatBytes(uint64(asked)), err)
+		return fmt.Errorf("hostmem: mlock of %s: %w", units.Size(int64(asked)), err)
 	}
 	limit := "unknown"
 	if soft, _, lerr := LockLimit(); lerr == nil {
-		limit = formatLimit(soft)
+		limit = units.Limit(soft)
 	}
 	locked := "an unknown amount"
 	if n, lerr := LockedBytes(); lerr == nil {
-		locked = formatBytes(n)
+		locked = units.Limit(n)
 	}
 	return fmt.Errorf("%w: mlock of %s failed (%w): RLIMIT_MEMLOCK is %s and this process has %s locked; raise it with %s",
-		ErrLockLimit, formatBytes(uint64(asked)), err, limit, locked, RaiseLockLimitHint)
-}
-
-// formatLimit formats an rlimit value, "unlimited" for math.MaxUint64.
-func formatLimit(v uint64) string {
-	if v == math.MaxUint64 {
-		return "unlimited"
-	}
-	return formatBytes(v)
-}
-
-// formatBytes formats n as binary units with the exact byte count.
-func formatBytes(n uint64) string {
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, u := float64(n)/1024, 0
-	for v >= 1024 && u < len(units)-1 {
-		v /= 1024
-		u++
-	}
-	return fmt.Sprintf("%.4g %s (%d bytes)", v, units[u], n)
+		ErrLockLimit, units.Size(int64(asked)), err, limit, locked, RaiseLockLimitHint)
 }

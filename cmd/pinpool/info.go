@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
 	"io"
 	"math"
 	"text/tabwriter"
@@ -114,7 +115,7 @@ func (r *infoReport) writeText(w io.Writer) error {
 		if p.HostNUMAID >= 0 {
 			numa = fmt.Sprint(p.HostNUMAID)
 		}
-		fmt.Fprintf(tw, "device %d:\t%s, compute %s, %s, %d SMs, PCI %s\n", p.Ordinal, p.Name, p.Compute(), formatBytes(p.TotalMem), p.MultiprocessorCount, p.PCIAddress())
+		fmt.Fprintf(tw, "device %d:\t%s, compute %s, %s, %d SMs, PCI %s\n", p.Ordinal, p.Name, p.Compute(), units.Limit(p.TotalMem), p.MultiprocessorCount, p.PCIAddress())
 		fmt.Fprintf(tw, "  integrated:\t%s\n", yesNo(p.Integrated))
 		fmt.Fprintf(tw, "  can map host memory:\t%s\n", yesNo(p.CanMapHostMemory))
 		fmt.Fprintf(tw, "  unified addressing:\t%s\n", yesNo(p.UnifiedAddressing))
@@ -124,9 +125,9 @@ func (r *infoReport) writeText(w io.Writer) error {
 		fmt.Fprintf(tw, "  host NUMA node:\t%s\n", numa)
 	}
 	h := r.Host
-	fmt.Fprintf(tw, "host memory:\ttotal %s, available %s, locked system-wide (Mlocked) %s\n", formatBytes(h.Total), formatBytes(h.Available), formatBytes(h.Mlocked))
-	fmt.Fprintf(tw, "RLIMIT_MEMLOCK:\tsoft %s, hard %s%s\n", formatBytes(h.MemlockSoft), formatBytes(h.MemlockHard), lockLimitNote(h))
-	fmt.Fprintf(tw, "this process locked:\t%s\n", formatBytes(h.ProcLocked))
+	fmt.Fprintf(tw, "host memory:\ttotal %s, available %s, locked system-wide (Mlocked) %s\n", units.Limit(h.Total), units.Limit(h.Available), units.Limit(h.Mlocked))
+	fmt.Fprintf(tw, "RLIMIT_MEMLOCK:\tsoft %s, hard %s%s\n", units.Limit(h.MemlockSoft), units.Limit(h.MemlockHard), lockLimitNote(h))
+	fmt.Fprintf(tw, "this process locked:\t%s\n", units.Limit(h.ProcLocked))
 	return tw.Flush()
 }
 

@@ -90,16 +90,3 @@ func TestInfoWithoutDriver(t *testing.T) {
 	}
 }
 
-func TestFormatBytes(t *testing.T) {
-	for _, tt := range []struct {
-		n    uint64
-		want string
-	}{
-		{0, "0 B"}, {1023, "1023 B"}, {1024, "1.00 KiB"}, {3110400, "2.97 MiB"},
-		{64 << 20, "64.0 MiB"}, {150 << 30, "150 GiB"}, {1<<64 - 1, "unlimited"},
-	} {
-		if got := formatBytes(tt.n); got != tt.want {
-			t.Errorf("formatBytes(%d) = %q, want %q", tt.n, got, tt.want)
-		}
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
 	"io"
 	"io/fs"
 	"math"
@@ -241,10 +242,10 @@ func memWarning(m hostmem.MemInfo, floor uint64) string {
 		return ""
 	case m.Available < floor:
 		return fmt.Sprintf("MemAvailable %s is below the floor %s: pinpool pools refuse to grow (%s)",
-			formatBytes(m.Available), formatBytes(floor), why)
+			units.Limit(m.Available), units.Limit(floor), why)
 	}
 	return fmt.Sprintf("MemAvailable %s is near the floor %s (%s above it): below it pinpool pools refuse to grow (%s)",
-		formatBytes(m.Available), formatBytes(floor), formatBytes(m.Available-floor), why)
+		units.Limit(m.Available), units.Limit(floor), units.Limit(m.Available-floor), why)
 }
 
 // line is the sample as one line of text (plus a WARNING line when there is
@@ -252,13 +253,13 @@ func memWarning(m hostmem.MemInfo, floor uint64) string {
 func (s *monitorSample) line() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s MemAvailable %s of %s, Mlocked %s, RLIMIT_MEMLOCK %s/%s",
-		s.Time.Format("2006-01-02T15:04:05.000"), formatBytes(s.Available), formatBytes(s.Total),
-		formatBytes(s.Mlocked), formatBytes(s.MemlockSoft), formatBytes(s.MemlockHard))
+		s.Time.Format("2006-01-02T15:04:05.000"), units.Limit(s.Available), units.Limit(s.Total),
+		units.Limit(s.Mlocked), units.Limit(s.MemlockSoft), units.Limit(s.MemlockHard))
 	if p := s.Process; p != nil {
 		fmt.Fprintf(&b, "; pid %d (%s) VmLck %s, VmPin %s", p.PID, p.Name, optBytes(p.VmLck), optBytes(p.VmPin))
 	}
 	for _, g := range s.GPUs {
-		fmt.Fprintf(&b, "; GPU %d used %s of %s", g.Device, formatBytes(g.Used), formatBytes(g.Total))
+		fmt.Fprintf(&b, "; GPU %d used %s of %s", g.Device, units.Limit(g.Used), units.Limit(g.Total))
 	}
 	b.WriteByte('\n')
 	if s.Warning != "" {
@@ -273,20 +274,20 @@ func (s *monitorSample) writeBlock(w io.Writer, every time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	floor := "off"
 	if s.Floor > 0 {
-		floor = formatBytes(s.Floor)
+		floor = units.Limit(s.Floor)
 	}
 	fmt.Fprintf(tw, "host memory:\ttotal %s, available %s (floor %s), locked system-wide (Mlocked) %s\n",
-		formatBytes(s.Total), formatBytes(s.Available), floor, formatBytes(s.Mlocked))
+		units.Limit(s.Total), units.Limit(s.Available), floor, units.Limit(s.Mlocked))
 	who := "this process"
 	if s.Process != nil {
 		who = fmt.Sprintf("pid %d", s.Process.PID)
 	}
-	fmt.Fprintf(tw, "RLIMIT_MEMLOCK:\tsoft %s, hard %s (%s)\n", formatBytes(s.MemlockSoft), formatBytes(s.MemlockHard), who)
+	fmt.Fprintf(tw, "RLIMIT_MEMLOCK:\tsoft %s, hard %s (%s)\n", units.Limit(s.MemlockSoft), units.Limit(s.MemlockHard), who)
 	if p := s.Process; p != nil {
 		fmt.Fprintf(tw, "pid %d (%s):\tlocked (VmLck) %s, pinned (VmPin) %s\n", p.PID, p.Name, optBytes(p.VmLck), optBytes(p.VmPin))
 	}
 	for _, g := range s.GPUs {
-		fmt.Fprintf(tw, "GPU %d:\tused %s of %s\n", g.Device, formatBytes(g.Used), formatBytes(g.Total))
+		fmt.Fprintf(tw, "GPU %d:\tused %s of %s\n", g.Device, units.Limit(g.Used), units.Limit(g.Total))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -302,7 +303,7 @@ func optBytes(v *uint64) string {
 	if v == nil {
 		return "n/a"
 	}
-	return formatBytes(*v)
+	return units.Limit(*v)
 }
 
 // readProcess reads the locked-memory lines of /proc/PID/status.

@@ -379,14 +379,14 @@ func (r *stressReport) writeText(w io.Writer) error {
 	}
 	budget := "no budget"
 	if wl.Budget > 0 {
-		budget = "budget " + formatBytes(uint64(wl.Budget))
+		budget = "budget " + units.Limit(uint64(wl.Budget))
 	}
 	reserved := ""
 	if wl.Reserved > 0 {
 		reserved = fmt.Sprintf(", %d buffers reserved", wl.Reserved)
 	}
 	fmt.Fprintf(w, "stress: %d goroutines × %d iterations of %d bytes (%s), sleep scale %g, warm-up %d iterations; pinpool: %s, %s, %s%s\n",
-		wl.Goroutines, wl.Iterations, wl.Size, formatBytes(uint64(wl.Size)), wl.SleepScale, wl.Warmup, classes, budget, wl.Get, reserved)
+		wl.Goroutines, wl.Iterations, wl.Size, units.Limit(uint64(wl.Size)), wl.SleepScale, wl.Warmup, classes, budget, wl.Get, reserved)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "contender\tmemory\tops/s\tp50\tp99\tmax\thits\tmisses\theld\tpeak\tdriver allocs\tfailures")
 	for _, res := range r.Results {
@@ -394,7 +394,7 @@ func (r *stressReport) writeText(w io.Writer) error {
 			res.Name, res.Memory, res.OpsPerSecond,
 			formatNs(res.P50Ns), formatNs(res.P99Ns), formatNs(res.MaxNs),
 			optCount(res.Hits), optCount(res.Misses),
-			formatBytes(uint64(max(0, res.BytesHeld))), formatBytes(uint64(max(0, res.PeakBytesHeld))),
+			units.Limit(uint64(max(0, res.BytesHeld))), units.Limit(uint64(max(0, res.PeakBytesHeld))),
 			res.DriverAllocs, res.Failures+res.WarmupFailures)
 	}
 	return tw.Flush()

@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
 	"math"
 	"slices"
 	"strings"
@@ -93,7 +94,7 @@ func poolHitLine(d *data, c *choices, allocOps []string) Advice {
 			a.Advice = fmt.Sprintf("Get pinned buffers from a pinpool.Pool and reuse them rather than allocating per use: %s costs %s per GiB here.", op, dur(v))
 		} else {
 			s, ns := largestRow(d.allocs[op])
-			a.Advice = fmt.Sprintf("Get pinned buffers from a pinpool.Pool and reuse them rather than allocating per use: %s of %s costs %s here.", op, size(s), dur(ns))
+			a.Advice = fmt.Sprintf("Get pinned buffers from a pinpool.Pool and reuse them rather than allocating per use: %s of %s costs %s here.", op, units.Size(s), dur(ns))
 		}
 		a.Evidence = "per GiB (median of rows of 1 MiB and more): " + orNone(costs) + "; not measured: the pool hit"
 		return a
@@ -101,9 +102,9 @@ func poolHitLine(d *data, c *choices, allocOps []string) Advice {
 	hs, as := nearestSizes(sortedSizes(hits), sortedSizes(d.allocs[op]))
 	hit, alloc := hits[hs], d.allocs[op][as]
 	a := Advice{Topic: TopicAllocation, Measured: true}
-	at := "at " + size(as)
+	at := "at " + units.Size(as)
 	if hs != as {
-		at = fmt.Sprintf("at %s (pool hit at %s)", size(as), size(hs))
+		at = fmt.Sprintf("at %s (pool hit at %s)", units.Size(as), units.Size(hs))
 	}
 	r, ok := ratio(alloc, hit)
 	if ok && r > 1 {

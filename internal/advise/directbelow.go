@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
 	"math"
 	"strings"
 
@@ -48,13 +49,13 @@ func (c crossing) describe() string {
 	switch {
 	case c.at == 0:
 		last := c.ps[len(c.ps)-1]
-		return fmt.Sprintf("%s: staged is not faster than pageable at %s (%s)", c.dir, size(last.size), times(last.ratio))
+		return fmt.Sprintf("%s: staged is not faster than pageable at %s (%s)", c.dir, units.Size(last.size), times(last.ratio))
 	case c.every:
-		return fmt.Sprintf("%s: staged is faster than pageable at every size measured (%s at %s)", c.dir, times(c.ps[0].ratio), size(c.ps[0].size))
+		return fmt.Sprintf("%s: staged is faster than pageable at every size measured (%s at %s)", c.dir, times(c.ps[0].ratio), units.Size(c.ps[0].size))
 	}
 	lo, hi := c.ps[c.from-1], c.ps[c.from]
 	return fmt.Sprintf("%s: staged/pageable crosses 1 at about %s (%s %s, %s %s)",
-		c.dir, size(bytesOf(c.at)), size(lo.size), times(lo.ratio), size(hi.size), times(hi.ratio))
+		c.dir, units.Size(bytesOf(c.at)), units.Size(lo.size), times(lo.ratio), units.Size(hi.size), times(hi.ratio))
 }
 
 // directBelowRule sets transfer.Options.DirectBelow at the size where
@@ -91,7 +92,7 @@ func directBelowRule(d *data, c *choices) Advice {
 	nb := pow2Round(math.Exp2(logSum / float64(n)))
 	c.directBelow = nb
 	a.Advice = fmt.Sprintf("Set transfer.Options{DirectBelow: %s} (%s): smaller []byte copies go straight through the driver, larger ones are staged, where staging is faster.",
-		sizeCode(nb), size(nb))
+		sizeCode(nb), units.Size(nb))
 	note := "rounded to a power of two"
 	switch {
 	case n > 1:

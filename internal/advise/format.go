@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
 	"math"
 	"strconv"
 	"strings"
@@ -105,26 +106,6 @@ func rate(v float64) string {
 	return num(v) + "/s"
 }
 
-// sizeUnits are the binary units of size, largest first.
-var sizeUnits = []struct {
-	name string
-	mult int64
-}{{"EiB", 1 << 60}, {"PiB", 1 << 50}, {"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
-
-// size formats a byte count with a binary unit: "4 KiB", "2 MiB",
-// "2.97 MiB", "100 B".
-func size(n int64) string {
-	for _, u := range sizeUnits {
-		if n >= u.mult {
-			if n%u.mult == 0 {
-				return strconv.FormatInt(n/u.mult, 10) + " " + u.name
-			}
-			return strconv.FormatFloat(float64(n)/float64(u.mult), 'g', 3, 64) + " " + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10) + " B"
-}
-
 // sizeCode writes a power of two as Go code: "2 << 20", "4 << 10", "512".
 func sizeCode(n int64) string {
 	for _, s := range []uint{30, 20, 10} {
@@ -150,7 +131,7 @@ func pow2Round(c float64) int64 {
 func sizeList(ps []point) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
-		parts[i] = size(p.size) + " " + times(p.ratio)
+		parts[i] = units.Size(p.size) + " " + times(p.ratio)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -158,9 +139,9 @@ func sizeList(ps []point) string {
 // sizeRange formats the sizes of ps: "4 KiB to 1 GiB", or one size.
 func sizeRange(ps []point) string {
 	if len(ps) == 1 {
-		return size(ps[0].size)
+		return units.Size(ps[0].size)
 	}
-	return size(ps[0].size) + " to " + size(ps[len(ps)-1].size)
+	return units.Size(ps[0].size) + " to " + units.Size(ps[len(ps)-1].size)
 }
 
 // bytesOf converts a positive size in bytes to an int64, within 1 and

@@ -1,19 +1,20 @@
 package advise
 
 import (
+	"github.com/pinpool/pinpool/internal/units"
 	"math"
 	"testing"
 )
 
 func TestFormat(t *testing.T) {
 	tests := []struct{ got, want string }{
-		{size(4 << 10), "4 KiB"},
-		{size(2 << 20), "2 MiB"},
-		{size(1 << 30), "1 GiB"},
-		{size(frame), "2.97 MiB"},
-		{size(100), "100 B"},
-		{size(3 << 29), "1.5 GiB"},
-		{size(math.MaxInt64), "8 EiB"},
+		{units.Size(4 << 10), "4 KiB"},
+		{units.Size(2 << 20), "2 MiB"},
+		{units.Size(1 << 30), "1 GiB"},
+		{units.Size(frame), "2.97 MiB"},
+		{units.Size(100), "100 B"},
+		{units.Size(3 << 29), "1.5 GiB"},
+		{units.Size(math.MaxInt64), "8 EiB"},
 		{sizeCode(2 << 20), "2 << 20"},
 		{sizeCode(4 << 10), "4 << 10"},
 		{sizeCode(1 << 30), "1 << 30"},

@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
 	"strings"
 
 	"github.com/pinpool/pinpool/internal/measure"
@@ -58,7 +59,7 @@ func mappedIntegrated(d *data, c *choices, reads point) Advice {
 	a.Measured = true
 	c.mapped = true
 	c.from(TopicMapped)
-	a.Evidence = fmt.Sprintf("integrated GPU; the kernel reads mapped memory at %s at %s", gbps(reads.num), size(reads.size))
+	a.Evidence = fmt.Sprintf("integrated GPU; the kernel reads mapped memory at %s at %s", gbps(reads.num), units.Size(reads.size))
 	if p, ok := d.bw[transferKey{measure.Pinned, measure.H2D, reads.size}]; ok {
 		a.Evidence += fmt.Sprintf(", where a pinned copy moves %s and still leaves the data to be read", gbps(p))
 	}
@@ -71,12 +72,12 @@ func mappedDiscrete(ps []point) Advice {
 	last := ps[len(ps)-1]
 	a := Advice{Topic: TopicMapped, Measured: true,
 		Evidence: fmt.Sprintf("mapped read vs pinned copy H2D at %s: %s vs %s (%s); mapped/pinned by size: %s",
-			size(last.size), gbps(last.num), gbps(last.den), times(last.ratio), sizeList(ps))}
+			units.Size(last.size), gbps(last.num), gbps(last.den), times(last.ratio), sizeList(ps))}
 	wins := func(p point) bool { return p.ratio >= 1 }
 	var won []string
 	for _, p := range ps {
 		if wins(p) {
-			won = append(won, size(p.size))
+			won = append(won, units.Size(p.size))
 		}
 	}
 	prefix := 0
@@ -90,9 +91,9 @@ func mappedDiscrete(ps []point) Advice {
 	case len(won) == 0:
 		a.Advice = fmt.Sprintf("Copy data to the device from pinned memory rather than reading it mapped: the pinned copy beats the kernel reading host memory in place at every size measured (%s).", sizeRange(ps))
 	case prefix == len(won):
-		a.Advice = fmt.Sprintf("Read data the GPU reads once in place from mapped memory up to %s (cudahost.Options{Mapped: true}); copy larger data from pinned memory.", size(ps[prefix-1].size))
+		a.Advice = fmt.Sprintf("Read data the GPU reads once in place from mapped memory up to %s (cudahost.Options{Mapped: true}); copy larger data from pinned memory.", units.Size(ps[prefix-1].size))
 	case len(ps)-from == len(won):
-		a.Advice = fmt.Sprintf("Read data the GPU reads once in place from mapped memory from %s on (cudahost.Options{Mapped: true}); copy smaller data from pinned memory.", size(ps[from].size))
+		a.Advice = fmt.Sprintf("Read data the GPU reads once in place from mapped memory from %s on (cudahost.Options{Mapped: true}); copy smaller data from pinned memory.", units.Size(ps[from].size))
 	default:
 		a.Advice = fmt.Sprintf("Copy data to the device from pinned memory: mapped reads beat the copy only at some sizes (%s), so measure your own sizes before reading in place.", strings.Join(won, ", "))
 	}

@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
 
 	"github.com/pinpool/pinpool/internal/measure"
 )
@@ -24,7 +25,7 @@ func pinnedDir(d *data, dir measure.Direction) Advice {
 	}
 	last := ps[len(ps)-1]
 	ev := fmt.Sprintf("pinned %s vs pageable %s at %s %s (%s); pinned/pageable by size: %s",
-		gbps(last.num), gbps(last.den), size(last.size), dir, times(last.ratio), sizeList(ps))
+		gbps(last.num), gbps(last.den), units.Size(last.size), dir, times(last.ratio), sizeList(ps))
 	a := Advice{Topic: TopicPinned, Evidence: ev, Measured: true}
 	from := suffixFrom(ps, func(p point) bool { return p.ratio >= PinnedPays })
 	switch {
@@ -33,10 +34,10 @@ func pinnedDir(d *data, dir measure.Direction) Advice {
 			dir, times(PinnedPays), sizeRange(ps))
 	case from == len(ps):
 		a.Advice = fmt.Sprintf("Keep %s data in pageable memory: pinned does not pay here (under %s pageable at %s, the largest size measured).",
-			dir, times(PinnedPays), size(last.size))
+			dir, times(PinnedPays), units.Size(last.size))
 	default:
 		a.Advice = fmt.Sprintf("Use pinned memory for %s copies of %s and more: pinned pays from %s (at least %s pageable), below it pageable is nearly as fast.",
-			dir, size(ps[from].size), size(ps[from].size), times(PinnedPays))
+			dir, units.Size(ps[from].size), units.Size(ps[from].size), times(PinnedPays))
 	}
 	return a
 }

@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
 	"math"
 	"strings"
 
@@ -23,7 +24,7 @@ func stagedDir(d *data, dir measure.Direction) Advice {
 	}
 	last := ps[len(ps)-1]
 	ev := fmt.Sprintf("staged %s vs pageable %s at %s %s (%s)",
-		gbps(last.num), gbps(last.den), size(last.size), dir, times(last.ratio))
+		gbps(last.num), gbps(last.den), units.Size(last.size), dir, times(last.ratio))
 	if p, ok := d.bw[transferKey{measure.Pinned, dir, last.size}]; ok {
 		if r, ok := ratio(last.num, p); ok {
 			ev += fmt.Sprintf("; pinned %s (staged reaches %s of it)", gbps(p), pct(r))
@@ -32,10 +33,10 @@ func stagedDir(d *data, dir measure.Direction) Advice {
 	a := Advice{Topic: TopicStaged, Evidence: ev, Measured: true}
 	if last.ratio > 1 {
 		a.Advice = fmt.Sprintf("Move large []byte %s copies through transfer.Copier: staging them through pinned buffers runs %s the driver's pageable copy at %s.",
-			dir, times(last.ratio), size(last.size))
+			dir, times(last.ratio), units.Size(last.size))
 	} else {
 		a.Advice = fmt.Sprintf("Do not stage %s []byte copies for speed: the transfer engine is not faster than the driver's pageable copy at %s; put data that moves often in pinned pool buffers instead.",
-			dir, size(last.size))
+			dir, units.Size(last.size))
 	}
 	return a
 }
@@ -57,7 +58,7 @@ func registeredRule(d *data) Advice {
 		}
 		last := ps[len(ps)-1]
 		evs = append(evs, fmt.Sprintf("registered %s vs staged %s at %s %s (%s)",
-			gbps(last.num), gbps(last.den), size(last.size), dir, times(last.ratio)))
+			gbps(last.num), gbps(last.den), units.Size(last.size), dir, times(last.ratio)))
 		best = max(best, last.ratio)
 	}
 	if len(evs) == 0 {

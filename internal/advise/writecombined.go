@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
 
 	"github.com/pinpool/pinpool/internal/measure"
 )
@@ -38,7 +39,7 @@ func writeCombinedRule(d *data, c *choices) Advice {
 	a := Advice{
 		Topic: TopicWriteCombined,
 		Evidence: fmt.Sprintf("write-combined/pinned H2D, median over %d sizes (%s): %s; at %s write-combined %s vs pinned %s",
-			len(ps), sizeRange(ps), times(med), size(last.size), gbps(last.num), gbps(last.den)),
+			len(ps), sizeRange(ps), times(med), units.Size(last.size), gbps(last.num), gbps(last.den)),
 		Measured: true,
 	}
 	if med >= WriteCombinedPays {

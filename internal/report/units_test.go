@@ -38,8 +38,8 @@ func TestFormatSize(t *testing.T) {
 		{math.MinInt64, "-8 EiB", "-8EiB", "-8E"},
 	}
 	for _, tt := range tests {
-		if got := formatSize(tt.n); got != tt.table {
-			t.Errorf("formatSize(%d) = %q, want %q", tt.n, got, tt.table)
+		if got := units.Exact(tt.n); got != tt.table {
+			t.Errorf("units.Exact(%d) = %q, want %q", tt.n, got, tt.table)
 		}
 		if got := compactSize(tt.n); got != tt.compact {
 			t.Errorf("compactSize(%d) = %q, want %q", tt.n, got, tt.compact)
@@ -129,27 +129,27 @@ func FuzzFormatSize(f *testing.F) {
 		f.Add(n)
 	}
 	f.Fuzz(func(t *testing.T, n int64) {
-		s := formatSize(n)
+		s := units.Exact(n)
 		num, unit, _ := strings.Cut(s, " ")
 		back, ok := parseSizeExact(s)
 		if !ok || back.Cmp(big.NewInt(n)) != 0 {
-			t.Fatalf("formatSize(%d) = %q reads back as %v (exact: %v)", n, s, back, ok)
+			t.Fatalf("units.Exact(%d) = %q reads back as %v (exact: %v)", n, s, back, ok)
 		}
 		if _, frac, found := strings.Cut(num, "."); found && (len(frac) == 0 || len(frac) > 2 || strings.HasSuffix(frac, "0")) {
-			t.Fatalf("formatSize(%d) = %q: decimals %q", n, s, frac)
+			t.Fatalf("units.Exact(%d) = %q: decimals %q", n, s, frac)
 		}
 		// Largest unit: the count is below 1024 of its unit, or not two
 		// decimals in the next one up.
 		i := slices.Index(units.Units, unit)
 		abs := new(big.Int).Abs(big.NewInt(n))
 		if whole, _, _ := strings.Cut(strings.TrimPrefix(num, "-"), "."); i > 0 && whole == "0" {
-			t.Fatalf("formatSize(%d) = %q: below one %s", n, s, unit)
+			t.Fatalf("units.Exact(%d) = %q: below one %s", n, s, unit)
 		}
 		if i+1 < len(units.Units) {
 			up := new(big.Int).Lsh(big.NewInt(1), uint(10*(i+1)))
 			hundredths := new(big.Int).Mul(abs, big.NewInt(100))
 			if abs.Cmp(up) >= 0 && new(big.Int).Mod(hundredths, up).Sign() == 0 {
-				t.Fatalf("formatSize(%d) = %q, but it is exact in %s", n, s, units.Units[i+1])
+				t.Fatalf("units.Exact(%d) = %q, but it is exact in %s", n, s, units.Units[i+1])
 			}
 		}
 		if c := compactSize(n); c != num+unit || strings.ContainsAny(c, " \t") {

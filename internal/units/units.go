@@ -1,9 +1,12 @@
-// Package units writes byte counts the one way the tool and the reports
-// use: binary units, exact ("1.5 KiB", never a rounded figure that two
-// sizes could share).
+// Package units writes byte counts the one way the tool, its reports and
+// the library's messages use: binary units, a whole number when the count
+// is one ("4 KiB", "16 MiB"), else three significant digits ("2.97 MiB",
+// "251 GiB"); and, where a name must tell every size apart (benchmark
+// names), exactly ("3037.5KiB").
 package units
 
 import (
+	"math"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -46,10 +49,43 @@ func Parts(n int64) (num, unit string) {
 	return sign + strconv.FormatUint(u, 10), "B"
 }
 
-// Size writes a byte count for people: "4 KiB", "1 GiB", "512 B".
-func Size(n int64) string {
+// Exact writes a byte count exactly, with a space: "4 KiB", "1.5 KiB",
+// "3037.5 KiB".
+func Exact(n int64) string {
 	num, unit := Parts(n)
 	return num + " " + unit
+}
+
+// Size writes a byte count for people: "4 KiB", "16 MiB" when it is a
+// whole number of a unit, else three significant digits: "2.97 MiB",
+// "251 GiB", "100 B".
+func Size(n int64) string {
+	sign, u := "", uint64(n)
+	if n < 0 {
+		sign, u = "-", -u // two's complement: right for math.MinInt64 too
+	}
+	for i := len(Units) - 1; i > 0; i-- {
+		scale := uint64(1) << (10 * i)
+		if u < scale {
+			continue
+		}
+		if u%scale == 0 {
+			return sign + strconv.FormatUint(u/scale, 10) + " " + Units[i]
+		}
+		return sign + strconv.FormatFloat(float64(u)/float64(scale), 'g', 3, 64) + " " + Units[i]
+	}
+	return sign + strconv.FormatUint(u, 10) + " B"
+}
+
+// Limit is Size for a limit where math.MaxUint64 means none: "unlimited".
+func Limit(n uint64) string {
+	if n == math.MaxUint64 {
+		return "unlimited"
+	}
+	if n > math.MaxInt64 {
+		n = math.MaxInt64
+	}
+	return Size(int64(n))
 }
 
 // Compact writes a byte count without spaces, for benchmark names:
