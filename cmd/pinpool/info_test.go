@@ -89,4 +89,3 @@ func TestInfoWithoutDriver(t *testing.T) {
 		t.Fatalf("output:\n%s", out)
 	}
 }
-
