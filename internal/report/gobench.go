@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"golang.org/x/perf/benchfmt"
 	"io"
 	"strings"
 	"unicode"
@@ -12,19 +13,21 @@ import (
 // goBenchPkg is the pkg configuration line of WriteGoBench's output.
 const goBenchPkg = "github.com/pinpool/pinpool/cmd/pinpool"
 
-// WriteGoBench writes r in the Go benchmark format, which
-// golang.org/x/perf/benchfmt reads and benchstat compares: configuration
+// WriteGoBench writes r in the Go benchmark format, with
+// golang.org/x/perf/benchfmt's writer, which benchstat reads: configuration
 // lines (goos, goarch, pkg, cpu, and gpu and driver when a GPU was used),
 // then one line per measurement:
 //
-//	BenchmarkTransfer/kind=pinned/dir=H2D/size=4KiB 	 <repeats> 	 <median> ns/op 	 <GB/s> GB/s
-//	BenchmarkAlloc/op=cuMemHostAlloc/size=1MiB 	 <repeats> 	 <median> ns/op
-//	BenchmarkPool/impl=pinpool/goroutines=16 	 <pairs> 	 <ns per pair> ns/op 	 <pairs/s> ops/s
+//	BenchmarkTransfer/kind=pinned/dir=H2D/size=4KiB <repeats> <median> ns/op <GB/s> GB/s
+//	BenchmarkAlloc/op=cuMemHostAlloc/size=1MiB <repeats> <median> ns/op
+//	BenchmarkPool/impl=pinpool/goroutines=16 <pairs> <ns per pair> ns/op <pairs/s> ops/s
+//	BenchmarkHostCopy/size=16MiB/threads=8 <repeats> <median> ns/op <GB/s> GB/s
 //
 // The iteration count is the number of timed repeats (Get+Release pairs
 // for the pool); ns/op is the median time (for the pool the time of one
 // pair on one goroutine, fractional). When the pool ran at more than one
-// buffer size its names also carry /size=. Unit lines tell benchstat
+// buffer size its names also carry /size=, and with several devices the
+// transfers /device=N (or all). Unit lines tell benchstat
 // that more GB/s and ops/s is better. Name parts have no spaces: sizes
 // are written like 4KiB, and spaces or slashes in other values become
 // underscores.
@@ -32,11 +35,18 @@ func WriteGoBench(w io.Writer, r *measure.Report) error {
 	if r == nil {
 		return fmt.Errorf("report: nil report")
 	}
-	ew := &errWriter{w: w}
+	bw := benchfmt.NewWriter(w)
+	var err error
+	write := func(rec benchfmt.Record) {
+		if err == nil {
+			err = bw.Write(rec)
+		}
+	}
 	m := r.Machine
+	base := &benchfmt.Result{}
 	config := func(key, value string) {
 		if value = strings.TrimSpace(oneLine(value)); value != "" {
-			fmt.Fprintf(ew, "%s: %s\n", key, value)
+			base.Config = append(base.Config, benchfmt.Config{Key: key, Value: []byte(value), File: true})
 		}
 	}
 	config("goos", m.GOOS)
@@ -48,11 +58,19 @@ func WriteGoBench(w io.Writer, r *measure.Report) error {
 		config("driver", m.Driver)
 	}
 	if len(r.Transfers) > 0 || len(r.HostCopies) > 0 {
-		fmt.Fprintln(ew, "Unit GB/s better=higher")
+		write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: "GB/s", Key: "better"}, OrigUnit: "GB/s", Value: "higher"})
 	}
 	if len(r.Pool) > 0 {
-		fmt.Fprintln(ew, "Unit ops/s better=higher")
+		write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: "ops/s", Key: "better"}, OrigUnit: "ops/s", Value: "higher"})
 	}
+	result := func(name string, iters int, values ...benchfmt.Value) {
+		res := base.Clone()
+		res.Name = benchfmt.Name(name)
+		res.Iters = iters
+		res.Values = values
+		write(res)
+	}
+	ns := func(v float64) benchfmt.Value { return benchfmt.Value{Value: v, Unit: "ns/op"} }
 
 	multi := len(deviceGroups(r)) > 1
 	for _, t := range r.Transfers {
@@ -60,13 +78,11 @@ func WriteGoBench(w io.Writer, r *measure.Report) error {
 		if multi {
 			dev = "/device=" + deviceCell(t.Device)
 		}
-		fmt.Fprintf(ew, "BenchmarkTransfer%s/kind=%s/dir=%s/size=%s \t %d \t %d ns/op \t %s GB/s\n",
-			dev, namePart(string(t.Kind)), namePart(string(t.Dir)), compactSize(t.Size),
-			t.Repeats, int64(t.Median), ftoa(t.GBps))
+		result(fmt.Sprintf("Transfer%s/kind=%s/dir=%s/size=%s", dev, namePart(string(t.Kind)), namePart(string(t.Dir)), compactSize(t.Size)),
+			t.Repeats, ns(float64(int64(t.Median))), benchfmt.Value{Value: t.GBps, Unit: "GB/s"})
 	}
 	for _, a := range r.Allocs {
-		fmt.Fprintf(ew, "BenchmarkAlloc/op=%s/size=%s \t %d \t %d ns/op\n",
-			namePart(a.Op), compactSize(a.Size), a.Repeats, int64(a.Median))
+		result(fmt.Sprintf("Alloc/op=%s/size=%s", namePart(a.Op), compactSize(a.Size)), a.Repeats, ns(float64(int64(a.Median))))
 	}
 	poolSizes := ordered(nil, r.Pool, func(p measure.PoolRun) int64 { return p.Size })
 	for _, p := range r.Pool {
@@ -74,15 +90,15 @@ func WriteGoBench(w io.Writer, r *measure.Report) error {
 		if len(poolSizes) > 1 {
 			size = "/size=" + compactSize(p.Size)
 		}
-		fmt.Fprintf(ew, "BenchmarkPool/impl=%s%s/goroutines=%d \t %d \t %s ns/op \t %s ops/s\n",
-			namePart(p.Impl), size, p.Goroutines, p.Ops, ftoa(p.NsPerOp), ftoa(p.OpsPerSec))
+		result(fmt.Sprintf("Pool/impl=%s%s/goroutines=%d", namePart(p.Impl), size, p.Goroutines), int(p.Ops),
+			ns(p.NsPerOp), benchfmt.Value{Value: p.OpsPerSec, Unit: "ops/s"})
 	}
 	for _, h := range r.HostCopies {
-		fmt.Fprintf(ew, "BenchmarkHostCopy/size=%s/threads=%d \t %d \t %d ns/op \t %s GB/s\n",
-			compactSize(h.Size), h.Threads, h.Repeats, int64(h.Median), ftoa(h.GBps))
+		result(fmt.Sprintf("HostCopy/size=%s/threads=%d", compactSize(h.Size), h.Threads), h.Repeats,
+			ns(float64(int64(h.Median))), benchfmt.Value{Value: h.GBps, Unit: "GB/s"})
 	}
-	if ew.err != nil {
-		return fmt.Errorf("report: writing Go benchmark format: %w", ew.err)
+	if err != nil {
+		return fmt.Errorf("report: writing Go benchmark format: %w", err)
 	}
 	return nil
 }

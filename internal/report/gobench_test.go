@@ -88,9 +88,9 @@ func TestWriteGoBench(t *testing.T) {
 				"cpu": "Intel(R) Xeon(R) Platinum 8480+", "gpu": "NVIDIA H200", "driver": "13.0",
 			},
 			lines: []string{
-				"BenchmarkTransfer/kind=pinned/dir=H2D/size=4KiB \t 1000 \t 7574 ns/op \t 0.5407974650118827 GB/s",
-				"BenchmarkAlloc/op=cuMemHostAlloc/size=1MiB \t 50 \t 174000 ns/op",
-				"BenchmarkPool/impl=pinpool/goroutines=16 \t 320000000 \t 50 ns/op \t 320000000 ops/s",
+				"BenchmarkTransfer/kind=pinned/dir=H2D/size=4KiB 1000 7574 ns/op 0.5407974650118827 GB/s",
+				"BenchmarkAlloc/op=cuMemHostAlloc/size=1MiB 50 174000 ns/op",
+				"BenchmarkPool/impl=pinpool/goroutines=16 320000000 50 ns/op 3.2e+08 ops/s",
 			},
 		},
 		{
@@ -99,7 +99,7 @@ func TestWriteGoBench(t *testing.T) {
 			config: map[string]string{
 				"goos": "linux", "goarch": "arm64", "pkg": "github.com/pinpool/pinpool/cmd/pinpool",
 			},
-			lines: []string{"BenchmarkAlloc/op=mmap+mlock/size=1GiB \t 3 \t 92162000 ns/op"},
+			lines: []string{"BenchmarkAlloc/op=mmap+mlock/size=1GiB 3 9.2162e+07 ns/op"},
 		},
 		{
 			name:     "pool at two sizes",
@@ -108,7 +108,7 @@ func TestWriteGoBench(t *testing.T) {
 			config: map[string]string{
 				"goos": "linux", "goarch": "arm64", "pkg": "github.com/pinpool/pinpool/cmd/pinpool",
 			},
-			lines: []string{"BenchmarkPool/impl=pinpool/size=64KiB/goroutines=1 \t 33333333 \t 30.000000300000004 ns/op \t 33333333 ops/s"},
+			lines: []string{"BenchmarkPool/impl=pinpool/size=64KiB/goroutines=1 33333333 30.000000300000004 ns/op 3.3333333e+07 ops/s"},
 		},
 	}
 	for _, tt := range tests {
