@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,9 +162,7 @@ func (p *Pool) addClass(idx int, size int64) *class {
 	} else {
 		m := map[int64]*class{}
 		if old := p.exact.Load(); old != nil {
-			for k, v := range *old {
-				m[k] = v
-			}
+			m = maps.Clone(*old)
 		}
 		m[size] = c
 		p.exact.Store(&m)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -294,7 +295,7 @@ func allocTables(r *measure.Report) []table {
 				rows = append(rows, a)
 			}
 		}
-		slices.SortStableFunc(rows, func(a, b measure.Alloc) int { return cmpInt64(a.Size, b.Size) })
+		slices.SortStableFunc(rows, func(a, b measure.Alloc) int { return cmp.Compare(a.Size, b.Size) })
 		for _, a := range rows {
 			perGiB := missing
 			if a.Size >= 1<<20 {
@@ -320,16 +321,6 @@ func perGiBCell(ms float64) string {
 	return sig3(ms)
 }
 
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // poolTables returns the pool table: a row per goroutine count (and
 // buffer size, when runs used more than one), for each implementation
 // its millions of Get+Release pairs per second and ns per pair, and the
@@ -345,7 +336,7 @@ func poolTables(r *measure.Report) []table {
 	}
 	keys := ordered(nil, r.Pool, func(p measure.PoolRun) key { return key{p.Size, p.Goroutines} })
 	slices.SortStableFunc(keys, func(a, b key) int {
-		if c := cmpInt64(a.size, b.size); c != 0 {
+		if c := cmp.Compare(a.size, b.size); c != 0 {
 			return c
 		}
 		return a.goroutines - b.goroutines
@@ -418,7 +409,7 @@ func hostCopyTables(r *measure.Report) []table {
 		return nil
 	}
 	sizes := ordered(nil, r.HostCopies, func(h measure.HostCopy) int64 { return h.Size })
-	slices.SortFunc(sizes, cmpInt64)
+	slices.Sort(sizes)
 	threads := ordered(nil, r.HostCopies, func(h measure.HostCopy) int { return h.Threads })
 	slices.Sort(threads)
 	t := table{title: "Host memory copy, GB/s (the ceiling of staging: ordinary memory copied by N goroutines, no DMA running)"}
