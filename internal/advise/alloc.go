@@ -38,7 +38,7 @@ func (d *data) costList(ops ...string) string {
 	var parts []string
 	for _, op := range ops {
 		if v, ok := d.perGiB(op); ok {
-			parts = append(parts, op+" "+dur(v))
+			parts = append(parts, op+" "+units.DurationNs(v))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -91,10 +91,10 @@ func poolHitLine(d *data, c *choices, allocOps []string) Advice {
 	if len(hits) == 0 {
 		a := Advice{Topic: TopicAllocation, Measured: true}
 		if v, ok := d.perGiB(op); ok {
-			a.Advice = fmt.Sprintf("Get pinned buffers from a pinpool.Pool and reuse them rather than allocating per use: %s costs %s per GiB here.", op, dur(v))
+			a.Advice = fmt.Sprintf("Get pinned buffers from a pinpool.Pool and reuse them rather than allocating per use: %s costs %s per GiB here.", op, units.DurationNs(v))
 		} else {
 			s, ns := largestRow(d.allocs[op])
-			a.Advice = fmt.Sprintf("Get pinned buffers from a pinpool.Pool and reuse them rather than allocating per use: %s of %s costs %s here.", op, units.Size(s), dur(ns))
+			a.Advice = fmt.Sprintf("Get pinned buffers from a pinpool.Pool and reuse them rather than allocating per use: %s of %s costs %s here.", op, units.Size(s), units.DurationNs(ns))
 		}
 		a.Evidence = "per GiB (median of rows of 1 MiB and more): " + orNone(costs) + "; not measured: the pool hit"
 		return a
@@ -109,11 +109,11 @@ func poolHitLine(d *data, c *choices, allocOps []string) Advice {
 	r, ok := ratio(alloc, hit)
 	if ok && r > 1 {
 		a.Advice = fmt.Sprintf("Get pinned buffers from a pinpool.Pool and reuse them rather than allocating per use: a pool hit costs %s against %s for %s (%s).",
-			dur(hit), dur(alloc), op, times(r))
+			units.DurationNs(hit), units.DurationNs(alloc), op, times(r))
 	} else {
-		a.Advice = fmt.Sprintf("Do not expect a pool to save allocation time here: a pool hit costs %s against %s for %s.", dur(hit), dur(alloc), op)
+		a.Advice = fmt.Sprintf("Do not expect a pool to save allocation time here: a pool hit costs %s against %s for %s.", units.DurationNs(hit), units.DurationNs(alloc), op)
 	}
-	a.Evidence = fmt.Sprintf("pool hit %s vs %s %s %s", dur(hit), op, dur(alloc), at)
+	a.Evidence = fmt.Sprintf("pool hit %s vs %s %s %s", units.DurationNs(hit), op, units.DurationNs(alloc), at)
 	if ok {
 		a.Evidence += " (" + times(r) + ")"
 	}
@@ -153,12 +153,12 @@ func methodLine(d *data, c *choices) Advice {
 		c.method = "register"
 		r, _ := ratio(ha, rg)
 		a.Advice = fmt.Sprintf("Back the pool with cudahost.Options{Method: cudahost.Register}: %s costs %s per GiB against %s for %s (%s).",
-			what[1], dur(rg), dur(ha), what[0], times(r))
+			what[1], units.DurationNs(rg), units.DurationNs(ha), what[0], times(r))
 	} else {
 		c.method = "hostalloc"
 		r, _ := ratio(rg, ha)
 		a.Advice = fmt.Sprintf("Back the pool with cudahost.Options{Method: cudahost.HostAlloc}: %s costs %s per GiB against %s for %s (%s).",
-			what[0], dur(ha), dur(rg), what[1], times(r))
+			what[0], units.DurationNs(ha), units.DurationNs(rg), what[1], times(r))
 	}
 	return a
 }

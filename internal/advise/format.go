@@ -79,20 +79,6 @@ func percent(v float64) string {
 	return strconv.FormatFloat(r, 'f', 1, 64) + "%"
 }
 
-// dur formats nanoseconds: "41 ns", "230 µs", "1.17 ms", "2.5 s".
-func dur(ns float64) string {
-	a := math.Abs(ns)
-	switch {
-	case a < 1e3:
-		return num(ns) + " ns"
-	case a < 1e6:
-		return num(ns/1e3) + " µs"
-	case a < 1e9:
-		return num(ns/1e6) + " ms"
-	}
-	return num(ns/1e9) + " s"
-}
-
 // rate formats a rate in operations per second: "296 M/s".
 func rate(v float64) string {
 	switch a := math.Abs(v); {

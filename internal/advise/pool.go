@@ -2,6 +2,7 @@ package advise
 
 import (
 	"fmt"
+	"github.com/pinpool/pinpool/internal/units"
 	"slices"
 	"strings"
 
@@ -72,7 +73,7 @@ func perPair(opsPerSec float64, g int) string {
 	case !valid(ns):
 		return ""
 	case g == 1:
-		return " (" + dur(ns) + "/pair)"
+		return " (" + units.DurationNs(ns) + "/pair)"
 	}
-	return " (" + dur(ns) + "/pair per goroutine)"
+	return " (" + units.DurationNs(ns) + "/pair per goroutine)"
 }

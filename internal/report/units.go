@@ -28,36 +28,11 @@ func tickSize(n int64) string {
 	return num + unit[:1]
 }
 
-// formatDuration writes a time in the unit that fits it (ns, µs, ms or
-// s) with about three significant digits: "850 ns", "12.3 µs", "4.56 ms".
-func formatDuration(d time.Duration) string {
-	v := float64(d)
-	a := math.Abs(v)
-	switch {
-	case a < 1e3:
-		return strconv.FormatInt(int64(d), 10) + " ns"
-	case a < 1e6:
-		return sig3(v/1e3) + " µs"
-	case a < 1e9:
-		return sig3(v/1e6) + " ms"
-	}
-	return sig3(v/1e9) + " s"
-}
+// formatDuration writes a time as units.Duration does.
+func formatDuration(d time.Duration) string { return units.Duration(d) }
 
-// sig3 writes v with two decimals below 10, one below 100 and none above:
-// about three significant digits. The decimals are those of the rounded
-// value, so 9.999 is "10.0", not "10.00".
-func sig3(v float64) string {
-	for _, d := range []struct {
-		below    float64
-		decimals int
-	}{{10, 2}, {100, 1}} {
-		if s := strconv.FormatFloat(v, 'f', d.decimals, 64); math.Abs(parse(s)) < d.below {
-			return s
-		}
-	}
-	return strconv.FormatFloat(v, 'f', 0, 64)
-}
+// sig3 writes v with about three significant digits (units.Sig3).
+func sig3(v float64) string { return units.Sig3(v) }
 
 // fixed writes v with one decimal, or two below 10: the table format of
 // bandwidths and latencies ("55.3", "8.42"). As in sig3, the decimals are

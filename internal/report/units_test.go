@@ -58,16 +58,16 @@ func TestFormatDuration(t *testing.T) {
 		{0, "0 ns"},
 		{42, "42 ns"},
 		{999, "999 ns"},
-		{1000, "1.00 µs"},
+		{1000, "1 µs"},
 		{7574, "7.57 µs"},
 		{12345, "12.3 µs"},
 		{174 * time.Microsecond, "174 µs"},
 		{999999, "1000 µs"}, // rounds within its unit
 		{4560 * time.Microsecond, "4.56 ms"},
 		{174084 * time.Microsecond, "174 ms"},
-		{1500 * time.Millisecond, "1.50 s"},
-		{90 * time.Second, "90.0 s"},
-		{-2 * time.Microsecond, "-2.00 µs"},
+		{1500 * time.Millisecond, "1.5 s"},
+		{90 * time.Second, "90 s"},
+		{-2 * time.Microsecond, "-2 µs"},
 	}
 	for _, tt := range tests {
 		if got := formatDuration(tt.d); got != tt.want {

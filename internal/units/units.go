@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Units are the binary units sizes are written in, smallest first.
@@ -93,4 +94,55 @@ func Limit(n uint64) string {
 func Compact(n int64) string {
 	num, unit := Parts(n)
 	return num + unit
+}
+
+// Duration writes a time in the unit that fits it (ns, µs, ms or s)
+// with about three significant digits and no trailing zeros: "41 ns",
+// "41.7 ns", "12.3 µs", "4.56 ms", "2.5 s".
+func Duration(d time.Duration) string { return DurationNs(float64(d)) }
+
+// DurationNs is Duration of a fractional count of nanoseconds (a mean).
+func DurationNs(ns float64) string {
+	a := math.Abs(ns)
+	switch {
+	case math.IsNaN(ns) || math.IsInf(ns, 0):
+		return "?"
+	case a < 1e3:
+		return trimmed(ns) + " ns"
+	case a < 1e6:
+		return trimmed(ns/1e3) + " µs"
+	case a < 1e9:
+		return trimmed(ns/1e6) + " ms"
+	}
+	return trimmed(ns/1e9) + " s"
+}
+
+// trimmed is Sig3 without trailing zeros: "1.5", "12.3", "230".
+func trimmed(v float64) string {
+	s := Sig3(v)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// Sig3 writes v with two decimals below 10, one below 100 and none above:
+// about three significant digits. The decimals are those of the rounded
+// value, so 9.999 is "10.0", not "10.00".
+func Sig3(v float64) string {
+	for _, d := range []struct {
+		below    float64
+		decimals int
+	}{{10, 2}, {100, 1}} {
+		if s := strconv.FormatFloat(v, 'f', d.decimals, 64); math.Abs(parseFloat(s)) < d.below {
+			return s
+		}
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
+// parseFloat reads back a number FormatFloat wrote.
+func parseFloat(s string) float64 {
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
 }
