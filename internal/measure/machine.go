@@ -1,8 +1,8 @@
 package measure
 
 import (
-	"bufio"
 	"fmt"
+	"github.com/prometheus/procfs"
 	"os"
 	"runtime"
 	"strings"
@@ -34,21 +34,18 @@ func (m *Machine) addGPU(p cuda.Properties) {
 	m.PCIe = pcieLink(p.PCIAddress())
 }
 
-// cpuModel is the first "model name" of /proc/cpuinfo ("" where there is
-// none, as on most arm64 machines).
+// cpuModel is the model name of the first CPU in /proc/cpuinfo, read with
+// prometheus/procfs ("" where there is none, as on most arm64 machines).
 func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
+	cpus, err := fs.CPUInfo()
+	if err != nil || len(cpus) == 0 {
+		return ""
 	}
-	return ""
+	return strings.TrimSpace(cpus[0].ModelName)
 }
 
 // pcieLink reads the current PCIe link of the device at addr
