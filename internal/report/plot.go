@@ -260,6 +260,10 @@ func plotTitles(r *measure.Report, transfers bool) (title, subtitle []string) {
 	if transfers {
 		subtitle = append(subtitle, "1 GB/s = 10^9 bytes per second;",
 			`"both" runs H2D and D2H at once and sums the two directions`)
+		if g := deviceGroups(r); len(g) > 1 {
+			subtitle[len(subtitle)-1] += ";"
+			subtitle = append(subtitle, "transfers of "+g[0].name+" (the tables have every device, and all at once)")
+		}
 	} else {
 		subtitle[0] = "median of the repeats at each size"
 	}
@@ -315,13 +319,8 @@ func bandwidthPanels(r *measure.Report) ([]*plot.Plot, plot.Legend, error) {
 	for _, t := range ts {
 		ymax = max(ymax, t.GBps)
 	}
-	ymax, ystep := niceCeil(ymax * 1.05)
+	ymax, yticks := linearTicks(ymax * 1.05)
 	xticks := sizeTicks(sizes)
-	var yticks plot.ConstantTicks
-	for i := 0; float64(i)*ystep <= ymax*(1+1e-9); i++ {
-		v := round12(float64(i) * ystep)
-		yticks = append(yticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
-	}
 
 	legend := plot.NewLegend()
 	legend.TextStyle = textStyle(sansFont, 12, color.Black)
@@ -332,33 +331,10 @@ func bandwidthPanels(r *measure.Report) ([]*plot.Plot, plot.Legend, error) {
 
 	var panels []*plot.Plot
 	for _, d := range directionsIn(ts) {
-		p := plot.New()
-		p.Title.Text = panelTitle(d)
-		p.Title.TextStyle = textStyle(boldFont, 13, color.Black)
-		p.Title.Padding = 6
-		p.X.Label.Text = "transfer size (bytes)"
-		p.Y.Label.Text = "bandwidth (GB/s)"
-		for _, a := range []*plot.Axis{&p.X, &p.Y} {
-			a.Label.TextStyle = textStyle(sansFont, 12, color.Black)
-			a.Label.TextStyle.XAlign = draw.XCenter
-			a.Label.Padding = 4
-			a.Tick.Label = textStyle(sansFont, 11, color.Black)
-			a.Tick.Length = 5
-			a.LineStyle.Color = textGrey
-			a.Tick.LineStyle.Color = textGrey
-		}
-		p.X.Label.TextStyle.YAlign = draw.YBottom
-		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XCenter, draw.YTop
-		p.Y.Label.TextStyle.YAlign = draw.YBottom
-		p.Y.Tick.Label.XAlign, p.Y.Tick.Label.YAlign = draw.XRight, draw.YCenter
+		p := newPanel(panelTitle(d), "transfer size (bytes)", "bandwidth (GB/s)")
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = xticks
 		p.Y.Tick.Marker = yticks
-
-		grid := plotter.NewGrid()
-		grid.Vertical = draw.LineStyle{Color: gridColor, Width: vg.Points(0.7)}
-		grid.Horizontal = grid.Vertical
-		p.Add(grid)
 
 		dts := inDirection(ts, d)
 		for _, k := range kinds {
@@ -458,6 +434,17 @@ func bitsLen(n int64) int {
 		l++
 	}
 	return l
+}
+
+// linearTicks returns the top of a linear axis from 0 that holds v
+// (niceCeil) and its labelled ticks.
+func linearTicks(v float64) (top float64, ticks plot.ConstantTicks) {
+	top, step := niceCeil(v)
+	for i := 0; float64(i)*step <= top*(1+1e-9); i++ {
+		t := round12(float64(i) * step)
+		ticks = append(ticks, plot.Tick{Value: t, Label: strconv.FormatFloat(t, 'f', -1, 64)})
+	}
+	return top, ticks
 }
 
 // niceCeil returns the top of the bandwidth axis, v rounded up to a

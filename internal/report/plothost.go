@@ -160,12 +160,7 @@ func hostCopyPanel(r *measure.Report) (*plot.Plot, error) {
 	for _, h := range rows {
 		ymax = max(ymax, h.GBps)
 	}
-	ymax, ystep := niceCeil(ymax * 1.3) // room for the legend above the lines
-	var yticks plot.ConstantTicks
-	for i := 0; float64(i)*ystep <= ymax*(1+1e-9); i++ {
-		v := round12(float64(i) * ystep)
-		yticks = append(yticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
-	}
+	ymax, yticks := linearTicks(ymax * 1.3) // room for the legend above the lines
 	p.Y.Tick.Marker = yticks
 	threads := ordered(nil, rows, func(h measure.HostCopy) int { return h.Threads })
 	slices.Sort(threads)
