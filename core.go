@@ -55,6 +55,8 @@ type core struct {
 	budgetWaits, budgetRefusals, lowMemory atomic.Uint64
 	fenceReleases, fenceErrors             atomic.Uint64
 	failures, freeFailures, backendPanics  atomic.Uint64
+
+	growTimes, waitTimes durationHistogram // one observation per growth, per waiting Get
 }
 
 // accounts are the counters that change with the chunk sets (under
@@ -97,5 +99,6 @@ func (co *core) addChunk(c *class, ch *chunk, took time.Duration, missServed boo
 	a.bytesGrown += ch.bytes
 	a.growNanos += int64(took)
 	a.maxGrowNanos = max(a.maxGrowNanos, int64(took))
+	co.growTimes.observe(took)
 	return true
 }

@@ -246,9 +246,11 @@ func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (Buffer,
 		return Buffer{}, err
 	}
 	waiting := false
+	var waitStart time.Time
 	defer func() {
 		if waiting {
 			co.waiters.Add(-1)
+			co.waitTimes.observe(time.Since(waitStart))
 		}
 	}()
 	var retry *time.Timer
@@ -273,7 +275,7 @@ func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (Buffer,
 			return Buffer{}, err
 		}
 		if !waiting { // register, then look once more before sleeping
-			waiting = true
+			waiting, waitStart = true, time.Now()
 			co.waiters.Add(1)
 			co.budgetWaits.Add(1)
 			continue

@@ -35,6 +35,9 @@ type Stats struct {
 	GrowTime    time.Duration // total time spent in backend allocations
 	MaxGrowTime time.Duration // the slowest one
 
+	GrowTimes       Histogram // the time of each backend allocation (see DurationBounds)
+	BudgetWaitTimes Histogram // how long each Get that waited for room waited, served or not
+
 	Trims        uint64 // backend frees by policy, Trim or Close
 	BytesTrimmed int64
 
@@ -131,6 +134,8 @@ func (p *Pool) Stats() Stats {
 	st.BudgetWaits = co.budgetWaits.Load()
 	st.BudgetRefusals = co.budgetRefusals.Load()
 	st.LowMemoryRefusals = co.lowMemory.Load()
+	st.GrowTimes = co.growTimes.snapshot()
+	st.BudgetWaitTimes = co.waitTimes.snapshot()
 	slices.SortFunc(st.Classes, func(a, b ClassStats) int { return cmp.Compare(a.Size, b.Size) })
 	return st
 }

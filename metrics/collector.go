@@ -106,8 +106,9 @@ type Collector struct {
 	backend string // the value of the backend label
 	scalars []scalar
 
-	memory  *prometheus.Desc // pinpool_memory_bytes{state}
-	classes *prometheus.Desc // pinpool_size_classes
+	memory                   *prometheus.Desc // pinpool_memory_bytes{state}
+	classes                  *prometheus.Desc // pinpool_size_classes
+	growSeconds, waitSeconds *prometheus.Desc // histograms of growth times and budget waits
 
 	classBuffers, classGets, classMisses, classGrows *prometheus.Desc
 	classLimit                                       int
@@ -203,6 +204,8 @@ func newCollector(p *pinpool.Pool, opts []Option) (*Collector, error) {
 		func(s *pinpool.Stats) float64 { return i64(s.Budget) })
 	gauge("lock_limit_bytes", "What the backend could lock under RLIMIT_MEMLOCK when the pool was made, kept like a budget; 0 means no limit.",
 		func(s *pinpool.Stats) float64 { return i64(s.LockLimit) })
+	c.growSeconds = desc("grow_duration_seconds", "Time of each backend allocation (pinpool.DurationBounds).")
+	c.waitSeconds = desc("budget_wait_duration_seconds", "How long each Get that waited for room in the budget (or the lock limit) waited, served or not.")
 	c.classes = desc("size_classes", "Size classes of the pool, including those summed under size=\"other\".")
 
 	counter("gets_total", "Get and TryGet calls for a valid size on an open pool.",
@@ -215,8 +218,6 @@ func newCollector(p *pinpool.Pool, opts []Option) (*Collector, error) {
 		func(s *pinpool.Stats) float64 { return u64(s.Grows) })
 	counter("grown_bytes_total", "Bytes allocated from the backend.",
 		func(s *pinpool.Stats) float64 { return i64(s.BytesGrown) })
-	counter("grow_seconds_total", "Time spent in backend allocations; over pinpool_grows_total, the mean time of one.",
-		func(s *pinpool.Stats) float64 { return s.GrowTime.Seconds() })
 	counter("grow_failures_total", "Failed backend allocations (errors, panics, short or misaligned memory).",
 		func(s *pinpool.Stats) float64 { return u64(s.Failures) })
 	counter("trims_total", "Backend frees by policy, Trim or Close.",
@@ -286,6 +287,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- s.desc
 	}
 	ch <- c.classes
+	ch <- c.growSeconds
+	ch <- c.waitSeconds
 	ch <- c.classBuffers
 	ch <- c.classGets
 	ch <- c.classMisses
@@ -311,6 +314,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.collectClasses(send, st.Classes)
 	c.mu.Unlock()
+	for _, h := range []struct {
+		d *prometheus.Desc
+		h pinpool.Histogram
+	}{{c.growSeconds, st.GrowTimes}, {c.waitSeconds, st.BudgetWaitTimes}} {
+		ms = append(ms, constHistogram(h.d, h.h, c.backend))
+	}
 
 	for _, s := range []struct {
 		state string
@@ -409,4 +418,16 @@ func delta(cur, prev uint64) uint64 {
 		return cur
 	}
 	return cur - prev
+}
+
+// constHistogram turns a pool histogram into a Prometheus one: cumulative
+// buckets by upper bound in seconds.
+func constHistogram(d *prometheus.Desc, h pinpool.Histogram, lvs ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(h.Bounds))
+	var cum uint64
+	for i, b := range h.Bounds {
+		cum += h.Counts[i]
+		buckets[b.Seconds()] = cum
+	}
+	return prometheus.MustNewConstHistogram(d, h.Count(), h.Sum.Seconds(), buckets, lvs...)
 }

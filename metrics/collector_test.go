@@ -254,10 +254,16 @@ func TestScrapeAfterActivity(t *testing.T) {
 	if st.BytesHeld != 4*cs.Size {
 		t.Errorf("the pool should have grown by the seed's 4 buffers: held %d, class %d", st.BytesHeld, cs.Size)
 	}
-	if v := value(t, fams, "pinpool_grow_seconds_total", nil); v <= 0 || v > 60 {
-		t.Errorf("pinpool_grow_seconds_total = %v", v)
+	if f := fams["pinpool_grow_duration_seconds"]; f.GetType() != dto.MetricType_HISTOGRAM || len(f.GetMetric()) != 1 {
+		t.Errorf("pinpool_grow_duration_seconds: %v", f)
+	} else if h := f.GetMetric()[0].GetHistogram(); h.GetSampleCount() != st.Grows || h.GetSampleSum() <= 0 || h.GetSampleSum() > 60 ||
+		len(h.GetBucket()) < len(pinpool.DurationBounds) || h.GetBucket()[len(h.GetBucket())-1].GetCumulativeCount() > h.GetSampleCount() {
+		t.Errorf("pinpool_grow_duration_seconds: %v, want %d growths", h, st.Grows)
 	}
-	for _, gone := range []string{"pinpool_bytes_held", "pinpool_bytes_in_use", "pinpool_bytes_peak_held", "pinpool_grow_max_seconds", "pinpool_failures_total"} {
+	if f := fams["pinpool_budget_wait_duration_seconds"]; f.GetType() != dto.MetricType_HISTOGRAM {
+		t.Errorf("pinpool_budget_wait_duration_seconds: %v", f)
+	}
+	for _, gone := range []string{"pinpool_bytes_held", "pinpool_bytes_in_use", "pinpool_bytes_peak_held", "pinpool_grow_max_seconds", "pinpool_failures_total", "pinpool_grow_seconds_total"} {
 		if fams[gone] != nil {
 			t.Errorf("%s is still exported", gone)
 		}

@@ -37,7 +37,7 @@
 // Counters:
 //
 //	pinpool_gets_total, pinpool_hits_total, pinpool_misses_total
-//	pinpool_grows_total, pinpool_grown_bytes_total, pinpool_grow_seconds_total
+//	pinpool_grows_total, pinpool_grown_bytes_total
 //	pinpool_grow_failures_total (failed backend allocations), pinpool_free_failures_total
 //	pinpool_backend_panics_total
 //	pinpool_trims_total, pinpool_trimmed_bytes_total
@@ -46,24 +46,19 @@
 //	pinpool_low_memory_refusals_total
 //	pinpool_class_gets_total{size}, pinpool_class_misses_total{size}, pinpool_class_grows_total{size}
 //
-// The mean time of a backend allocation over a window is
+// Histograms (one observation per event, bounds pinpool.DurationBounds,
+// from 10 µs to 10 s by factors of ten):
 //
-//	rate(pinpool_grow_seconds_total[5m]) / rate(pinpool_grows_total[5m])
+//	pinpool_grow_duration_seconds          the time of each backend allocation
+//	pinpool_budget_wait_duration_seconds   how long each Get that waited for room waited
 //
-// # Why no histograms
-//
-// Growth time is exported as that pair of counters, not as a histogram,
-// and there is no gauge of the slowest allocation so far: Stats holds
-// totals (Grows, GrowTime) and a maximum since the pool was made
-// (MaxGrowTime), not one observation per allocation. A histogram made from
-// the change of the totals between two scrapes would observe averages, not
-// allocations, and its buckets would be wrong; a maximum since start never
-// comes down, so it cannot be taken over a window and it hides recent
-// behaviour. A true histogram needs a hook in the pool that reports each
-// allocation's duration (a follow-up). The same holds for the time Gets
-// wait for the budget: Stats counts the waits (pinpool_budget_waits_total)
-// but not their duration, which needs the same kind of hook; and for the
-// transfer engine's durations (see WithCopier).
+// The pool records each event as it happens (Stats.GrowTimes and
+// Stats.BudgetWaitTimes), so the buckets count allocations and waits, not
+// averages between scrapes. There is no gauge of the slowest allocation so
+// far: a maximum since start never comes down, so it cannot be taken over
+// a window; the histogram's top buckets say the same per window. The
+// transfer engine's statistics are totals only (see WithCopier), so they
+// have no histogram yet.
 //
 // # Size classes
 //

@@ -1,0 +1,52 @@
+package pinpool
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestDurationHistogram(t *testing.T) {
+	var h durationHistogram
+	for _, d := range []time.Duration{0, 10 * time.Microsecond, 11 * time.Microsecond, time.Millisecond, 20 * time.Second} {
+		h.observe(d)
+	}
+	s := h.snapshot()
+	want := []uint64{2, 1, 1, 0, 0, 0, 0, 1}
+	for i, c := range s.Counts {
+		if c != want[i] {
+			t.Fatalf("counts %v, want %v", s.Counts, want)
+		}
+	}
+	if s.Count() != 5 || s.Sum != 20*time.Second+time.Millisecond+21*time.Microsecond {
+		t.Fatalf("count %d sum %v", s.Count(), s.Sum)
+	}
+}
+
+// TestStatsHistograms: every growth is one observation of GrowTimes, and
+// every Get that waited for room one of BudgetWaitTimes, with its wait.
+func TestStatsHistograms(t *testing.T) {
+	p, _ := newTestPool(t, Options{Exact: true, Budget: 8 << 20, GrowCount: 1})
+	a := mustGet(t, p, 6<<20)
+	done := make(chan error, 1)
+	go func() {
+		b, err := p.Get(context.Background(), 6<<20)
+		if err == nil {
+			b.Release()
+		}
+		done <- err
+	}()
+	waitFor(t, "the second Get to wait", func() bool { return p.Stats().BudgetWaits == 1 })
+	time.Sleep(20 * time.Millisecond)
+	a.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	if st.GrowTimes.Count() != st.Grows || st.GrowTimes.Sum != st.GrowTime {
+		t.Errorf("grow histogram %+v for %d grows taking %v", st.GrowTimes, st.Grows, st.GrowTime)
+	}
+	if w := st.BudgetWaitTimes; w.Count() != 1 || w.Sum < 20*time.Millisecond || w.Counts[4] != 1 {
+		t.Errorf("wait histogram %+v, want one wait of 20..100 ms", w)
+	}
+}
