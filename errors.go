@@ -1,6 +1,10 @@
 package pinpool
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/pinpool/pinpool/cuda"
+)
 
 // Errors returned by the pool. Compare with errors.Is: most are wrapped with
 // detail (the size asked, the budget, the backend's own error).
@@ -24,7 +28,8 @@ var (
 	ErrForeign = errors.New("pinpool: buffer belongs to another pool")
 	// ErrNotMapped is returned by Buffer.DevicePointer when the pool's
 	// memory is not mapped into a device's address space.
-	ErrNotMapped = errors.New("pinpool: buffer memory is not mapped into a device address space")
+	// It is cuda.ErrNotMapped: one sentinel for every package.
+	ErrNotMapped = cuda.ErrNotMapped
 	// ErrInvalidOptions is returned by New for an option out of range or
 	// options that contradict each other; the message names the field.
 	ErrInvalidOptions = errors.New("pinpool: invalid options")

@@ -66,6 +66,13 @@ func (c *Context) HostAlloc(size int, flags HostAllocFlags) (*HostMem, error) {
 	return &HostMem{ctx: c, ptr: p, size: size, flags: uint32(flags)}, nil
 }
 
+// DefaultRegisterChunk is the most bytes the pinpool packages pin with one
+// cuMemHostRegister call, 64 GiB: single registrations of 512 GiB and more
+// have been seen to fail, so larger ranges are registered in parts of this
+// size (cudahost.Options.RegisterChunk and transfer.Options.RegisterChunk
+// default to it).
+const DefaultRegisterChunk = 64 << 30
+
 // HostRegister page-locks existing host memory b with cuMemHostRegister. b
 // must stay alive and unmoved until the returned HostMem is freed, so it
 // should be memory outside the Go heap (mmap) or a Go slice the caller keeps

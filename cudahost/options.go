@@ -7,9 +7,8 @@ import (
 )
 
 // DefaultRegisterChunk is the RegisterChunk used when Options.RegisterChunk
-// is zero: 64 GiB. Single registrations of 512 GiB and more have been seen
-// to fail, so larger allocations are registered in parts of this size.
-const DefaultRegisterChunk = 64 << 30
+// is zero: cuda.DefaultRegisterChunk (64 GiB).
+const DefaultRegisterChunk = cuda.DefaultRegisterChunk
 
 // pageUnit is the granularity of sizes and of RegisterChunk.
 const pageUnit = 4096

@@ -1,6 +1,10 @@
 package transfer
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/pinpool/pinpool/cuda"
+)
 
 // Errors of the package. Every error the package returns starts with
 // "transfer: " and wraps one of these, the context's error (for a
@@ -36,7 +40,8 @@ var (
 	// ErrNotMapped is returned by the zero-copy helpers for memory that is
 	// not mapped into the device's address space, and for devices that
 	// cannot map host memory at all.
-	ErrNotMapped = errors.New("transfer: host memory is not mapped into the device")
+	// It is cuda.ErrNotMapped (and pinpool.ErrNotMapped): one sentinel.
+	ErrNotMapped = cuda.ErrNotMapped
 )
 
 type alreadyRegistered struct{}

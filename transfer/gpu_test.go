@@ -320,8 +320,8 @@ func TestGPURegisterRefused(t *testing.T) {
 // checks its sum against the CPU reference; it logs the bandwidth.
 func TestGPUMappedRead(t *testing.T) {
 	g := newGPU(t, cudahost.Options{Mapped: true})
-	if ok, err := CanMapHostMemory(g.ctx); err != nil || !ok {
-		t.Fatalf("CanMapHostMemory = %v, %v with a mapped backend", ok, err)
+	if ok, err := canMapHostMemory(g.ctx); err != nil || !ok {
+		t.Fatalf("canMapHostMemory = %v, %v with a mapped backend", ok, err)
 	}
 	for _, n := range []int{4096, 1 << 20, 64<<20 + 16} {
 		buf, err := g.pool.Get(context.Background(), n)
@@ -333,7 +333,7 @@ func TestGPUMappedRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := MeasureMappedRead(g.ctx, g.k, p, n, 5)
+		r, err := measureMappedRead(g.ctx, g.k, p, n, 5)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"fmt"
+	"github.com/pinpool/pinpool/cuda"
 	"os"
 	"runtime"
 )
@@ -49,7 +50,8 @@ type Options struct {
 	// RegisterChunk is the most bytes one cuMemHostRegister call of
 	// Register page-locks: larger regions are registered in parts (single
 	// registrations of 512 GiB and more have been seen to fail). It is
-	// rounded up to the system page size. Zero means DefaultRegisterChunk.
+	// a positive multiple of 4096, rounded up to the system page size where
+	// that is larger. Zero means DefaultRegisterChunk.
 	RegisterChunk int64
 
 	// Prewarm makes New reserve the window's staging buffers in the pool
@@ -94,8 +96,9 @@ const (
 	// in cache (BenchmarkCrossover); below 512 KiB staging was never more
 	// than level with the direct copy.
 	DefaultDirectBelow = 2 << 20
-	// DefaultRegisterChunk is 64 GiB, as cudahost.DefaultRegisterChunk.
-	DefaultRegisterChunk = 64 << 30
+	// DefaultRegisterChunk is cuda.DefaultRegisterChunk (64 GiB), as for
+	// cudahost.
+	DefaultRegisterChunk = cuda.DefaultRegisterChunk
 )
 
 // withDefaults fills in zero fields and checks the result.
@@ -127,11 +130,13 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: WindowBytes = %d holds no chunk of %d bytes", ErrInvalidOptions, o.WindowBytes, o.ChunkSize)
 	case o.Workers < 0:
 		return o, fmt.Errorf("%w: Workers = %d", ErrInvalidOptions, o.Workers)
-	case o.RegisterChunk < 0:
-		return o, fmt.Errorf("%w: RegisterChunk = %d", ErrInvalidOptions, o.RegisterChunk)
+	case o.RegisterChunk < 0 || o.RegisterChunk%4096 != 0:
+		// The same rule as cudahost.Options.RegisterChunk.
+		return o, fmt.Errorf("%w: RegisterChunk = %d: want 0 (default %d) or a positive multiple of 4096", ErrInvalidOptions, o.RegisterChunk, int64(DefaultRegisterChunk))
 	}
-	page := int64(os.Getpagesize())
-	o.RegisterChunk = (o.RegisterChunk + page - 1) / page * page
+	if page := int64(os.Getpagesize()); o.RegisterChunk%page != 0 { // a larger system page
+		o.RegisterChunk = (o.RegisterChunk + page - 1) / page * page
+	}
 	return o, nil
 }
 
