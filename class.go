@@ -24,14 +24,14 @@ type class struct {
 
 	chunks atomic.Pointer[[]*chunk] // live chunks; replaced (copy on write) under core.mu
 
-	reserved atomic.Int64 // idle buffers Reserve asked to keep: policy trimming spares them
-	pending  atomic.Int64 // slots waiting on a fence
+	reserved atomic.Int64  // idle buffers Reserve asked to keep: policy trimming spares them
+	pending  atomic.Int64  // slots waiting on a fence
+	misses   atomic.Uint64 // Gets that found no idle buffer
 
 	// Under core.mu:
 	grows      uint64 // backend allocations
 	missServed uint64 // Gets served after a miss (so hits = served - missServed)
 	pastServed uint64 // hand-outs counted in the slots of freed chunks
-	misses     atomic.Uint64
 }
 
 // newClass makes the class of buffers of size bytes. Buffers up to
@@ -112,11 +112,7 @@ func (c *class) findIdle() *slot {
 func (c *class) idleCount() int {
 	n := 0
 	for _, ch := range c.chunkList() {
-		for i := range ch.slots {
-			if st := stateOf(ch.slots[i].state.Load()); st == stIdle || st == stBusy {
-				n++
-			}
-		}
+		n += idleIn(ch)
 	}
 	return n
 }

@@ -75,6 +75,12 @@ func (co *core) waitFrees() {
 	}
 }
 
+// boundByLockLimit reports whether the budget in force is RLIMIT_MEMLOCK's
+// allowance rather than Options.Budget, so that refusals name the limit.
+func (co *core) boundByLockLimit() bool {
+	return co.budget.limit == co.lockLimit && co.lockLimit != co.userBudget
+}
+
 // isClosed reports whether Close began.
 func (co *core) isClosed() bool { return co.closedFlag.Load() }
 

@@ -108,7 +108,7 @@ func (p *Pool) reserve(c *class, n int64) error {
 		return nil
 	}
 	co.budgetRefusals.Add(1)
-	if co.budget.limit == co.lockLimit && co.lockLimit != co.userBudget {
+	if co.boundByLockLimit() {
 		return &lockLimitError{need: n, size: c.size, limit: co.lockLimit, held: co.budget.held.Load()}
 	}
 	return fmt.Errorf("%w: need %d bytes for %d-byte buffers, holding %d of Budget %d", ErrBudget, n, c.size, co.budget.held.Load(), co.budget.limit)
@@ -121,7 +121,7 @@ func (p *Pool) impossible(c *class) error {
 	co := p.core
 	if co.budget.limit > 0 && c.chunkBytes > co.budget.limit {
 		co.budgetRefusals.Add(1)
-		if co.budget.limit == co.lockLimit && co.lockLimit != co.userBudget {
+		if co.boundByLockLimit() {
 			return &lockLimitError{need: c.chunkBytes, size: c.size, limit: co.lockLimit, held: -1}
 		}
 		return fmt.Errorf("%w: a %d-byte buffer needs a %d-byte allocation, more than the whole Budget of %d bytes", ErrBudget, c.size, c.chunkBytes, co.budget.limit)

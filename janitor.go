@@ -136,7 +136,7 @@ func (p *Pool) ageIdle(now time.Time) {
 			for i := range ch.slots {
 				w := ch.slots[i].state.Load()
 				sum += genOf(w)
-				if st := stateOf(w); st != stIdle && st != stRetired {
+				if !freeableState(stateOf(w)) {
 					all = false
 				}
 			}

@@ -26,6 +26,14 @@ const (
 
 func word(gen uint64, st uint64) uint64 { return gen<<stateBits | st }
 
+// idleState reports whether a slot in state st counts as idle: ready, or
+// released and being poisoned (Debug).
+func idleState(st uint64) bool { return st == stIdle || st == stBusy }
+
+// freeableState reports whether a slot in state st lets its chunk be
+// freed: idle, or retired after a failed fence.
+func freeableState(st uint64) bool { return st == stIdle || st == stRetired }
+
 func genOf(w uint64) uint64   { return w >> stateBits }
 func stateOf(w uint64) uint64 { return w & stateMask }
 
@@ -98,7 +106,7 @@ type chunk struct {
 // caches may have dropped their entries for it meanwhile.
 func (ch *chunk) claimForFree() bool {
 	for i := range ch.slots {
-		if st := stateOf(ch.slots[i].state.Load()); st != stIdle && st != stRetired {
+		if !freeableState(stateOf(ch.slots[i].state.Load())) {
 			return false
 		}
 	}

@@ -105,7 +105,7 @@ func (c *class) freeVictims(victims []*chunk) error {
 func idleIn(ch *chunk) int {
 	n := 0
 	for i := range ch.slots {
-		if st := stateOf(ch.slots[i].state.Load()); st == stIdle || st == stBusy {
+		if idleState(stateOf(ch.slots[i].state.Load())) {
 			n++
 		}
 	}
