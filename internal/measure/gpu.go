@@ -310,18 +310,9 @@ func (g *gpu) devFor(d Direction) cuda.DevicePtr {
 // through the arena until the plan has enough.
 func (g *gpu) row(m *mover, k Kind, d Direction, size int64) (Transfer, error) {
 	rot := newRotor(size, g.p.arenaSize())
-	for range g.p.Warmup {
-		if _, err := g.timeOnce(m, d, rot.offset(), size); err != nil {
-			return Transfer{}, err
-		}
-	}
-	var s samples
-	for !s.enough(g.p) {
-		dt, err := g.timeOnce(m, d, rot.offset(), size)
-		if err != nil {
-			return Transfer{}, err
-		}
-		s = append(s, dt)
+	s, err := g.p.collect(func() (time.Duration, error) { return g.timeOnce(m, d, rot.offset(), size) })
+	if err != nil {
+		return Transfer{}, err
 	}
 	t := transferRow(k, d, size, s, m.timer)
 	t.Device = g.dev

@@ -3,7 +3,6 @@ package measure
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -45,53 +44,28 @@ func hostCopies(ctx context.Context, p Plan, r *Report, prog *progress) error {
 }
 
 // hostCopyRow times copies of src into dst split among threads goroutines,
-// which stay up between repeats and wait at a barrier for each.
+// which stay up between repeats (lockstep).
 func hostCopyRow(ctx context.Context, p Plan, src, dst []byte, threads int) (HostCopy, error) {
 	size := int64(len(src))
 	part := (size + int64(threads) - 1) / int64(threads)
-	var wg sync.WaitGroup
-	starts := make([]chan struct{}, threads)
-	for t := range threads {
-		starts[t] = make(chan struct{})
+	round, stop := lockstep(threads, func(t int) error {
 		lo, hi := min(int64(t)*part, size), min(int64(t+1)*part, size)
-		go func() {
-			for range starts[t] {
-				copy(dst[lo:hi], src[lo:hi])
-				wg.Done()
-			}
-		}()
-	}
-	defer func() {
-		for _, c := range starts {
-			close(c)
-		}
-	}()
-	once := func() time.Duration {
-		wg.Add(threads)
-		t0 := time.Now()
-		for _, c := range starts {
-			c <- struct{}{}
-		}
-		wg.Wait()
-		return time.Since(t0)
-	}
-	for range p.Warmup {
-		once()
-	}
-	var s samples
-	for !s.enough(p) {
+		copy(dst[lo:hi], src[lo:hi])
+		return nil
+	})
+	defer stop()
+	s, err := p.collect(func() (time.Duration, error) {
 		if err := ctx.Err(); err != nil {
-			return HostCopy{}, err
+			return 0, err
 		}
-		s = append(s, once())
+		return round()
+	})
+	if err != nil {
+		return HostCopy{}, err
 	}
 	if dst[size-1] != src[size-1] || dst[0] != src[0] {
 		return HostCopy{}, fmt.Errorf("measure: host copy of %d bytes with %d goroutines: the copy is wrong", size, threads)
 	}
 	med, lo, hi := s.summary()
-	row := HostCopy{Size: size, Threads: threads, Repeats: len(s), Median: med, Min: lo, Max: hi}
-	if med > 0 {
-		row.GBps = float64(size) / med.Seconds() / 1e9
-	}
-	return row, nil
+	return HostCopy{Size: size, Threads: threads, Repeats: len(s), Median: med, Min: lo, Max: hi, GBps: gbps(size, med)}, nil
 }

@@ -2,11 +2,8 @@ package measure
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"time"
 )
 
 // allKinds are the kinds measured on every device at once: pinned and
@@ -77,56 +74,25 @@ func freeMovers(ms []*mover) {
 }
 
 // allRow measures one row on every device at once, with one goroutine per
-// device that stays up between repeats.
+// device that stays up between repeats (lockstep).
 func allRow(gpus []*gpu, movers []*mover, k Kind, d Direction, size int64) (Transfer, error) {
 	p := gpus[0].p
-	var wg sync.WaitGroup
-	errs := make([]error, len(gpus))
-	starts := make([]chan int64, len(gpus))
 	rotors := make([]*rotor, len(gpus))
-	for i, g := range gpus {
-		starts[i] = make(chan int64)
+	for i := range gpus {
 		rotors[i] = newRotor(size, p.arenaSize())
-		m := movers[i]
-		go func() {
-			for off := range starts[i] {
-				err := m.one(d, g.s1, g.devFor(d), off, size)
-				if err == nil && m.timer != timerWall {
-					err = g.s1.Synchronize()
-				}
-				if err != nil && errs[i] == nil {
-					errs[i] = err
-				}
-				wg.Done()
-			}
-		}()
 	}
-	defer func() {
-		for _, c := range starts {
-			close(c)
+	round, stop := lockstep(len(gpus), func(i int) error {
+		g, m := gpus[i], movers[i]
+		err := m.one(d, g.s1, g.devFor(d), rotors[i].offset(), size)
+		if err == nil && m.timer != timerWall {
+			err = g.s1.Synchronize()
 		}
-	}()
-	once := func() (time.Duration, error) {
-		wg.Add(len(gpus))
-		t0 := time.Now()
-		for i, c := range starts {
-			c <- rotors[i].offset()
-		}
-		wg.Wait()
-		return time.Since(t0), errors.Join(errs...)
-	}
-	for range p.Warmup {
-		if _, err := once(); err != nil {
-			return Transfer{}, err
-		}
-	}
-	var s samples
-	for !s.enough(p) {
-		dt, err := once()
-		if err != nil {
-			return Transfer{}, err
-		}
-		s = append(s, dt)
+		return err
+	})
+	defer stop()
+	s, err := p.collect(round)
+	if err != nil {
+		return Transfer{}, err
 	}
 	t := transferRow(k, d, size, s, timerWall)
 	t.Device = AllDevices

@@ -177,9 +177,10 @@ func allocations(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress)
 		pool = hp
 	}
 	// Without a GPU the host backend locks with mlock: sizes the process
-	// may not lock (RLIMIT_MEMLOCK) are skipped, said once.
+	// may not lock (RLIMIT_MEMLOCK, which the host pool read at New; 0
+	// with a GPU or no limit) are skipped, said once.
 	var overLimit []string
-	allowance, limited := pinpool.NewHostBackend(hostmem.Options{}).LockAllowance()
+	allowance := pool.Stats().LockLimit
 	defer func() {
 		if len(overLimit) > 0 {
 			r.Skipped = append(r.Skipped, fmt.Sprintf("allocation %s: above RLIMIT_MEMLOCK (%s); raise it with %s",
@@ -190,7 +191,7 @@ func allocations(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if g == nil && limited && size > allowance {
+		if allowance > 0 && size > allowance {
 			overLimit = append(overLimit, units.Size(size))
 			prog.step("allocation %d bytes skipped (RLIMIT_MEMLOCK)", size)
 			continue

@@ -75,3 +75,22 @@ func (r *rotor) offset() int64 {
 	r.next += step
 	return off
 }
+
+// collect times a row: once is run p.Warmup times untimed, then until the
+// plan has enough samples; the first error ends it.
+func (p Plan) collect(once func() (time.Duration, error)) (samples, error) {
+	for range p.Warmup {
+		if _, err := once(); err != nil {
+			return nil, err
+		}
+	}
+	var s samples
+	for !s.enough(p) {
+		dt, err := once()
+		if err != nil {
+			return nil, err
+		}
+		s = append(s, dt)
+	}
+	return s, nil
+}
