@@ -41,7 +41,7 @@ func nilFence(f Fence) bool {
 		return ff == nil
 	}
 	switch v := reflect.ValueOf(f); v.Kind() {
-	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface, reflect.UnsafePointer:
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.UnsafePointer:
 		return v.IsNil()
 	}
 	return false

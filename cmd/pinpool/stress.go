@@ -63,7 +63,7 @@ type stressCmd struct {
 // never run (a frame larger than the machine's memory or than --budget)
 // is refused before anything is allocated.
 func (c *stressCmd) Validate() error {
-	frame := (int64(c.Size) + 4095) &^ 4095
+	frame := c.frameBytes()
 	if mi, err := hostmem.ReadMemInfo(); err == nil && c.Size > 0 && uint64(c.Size) > mi.Total {
 		return fmt.Errorf("--size %s: more than this machine's memory (%s)", units.Size(int64(c.Size)), units.Size(int64(mi.Total)))
 	}
@@ -473,7 +473,7 @@ func serveMetrics(addr string, p *pinpool.Pool) (url string, stop func(), err er
 // does under a Budget), and one line says so.
 func (c *stressCmd) fitLockLimit(g *globals, p *pinpool.Pool) {
 	limit := p.Stats().LockLimit
-	frame := (int64(c.Size) + 4095) &^ 4095
+	frame := c.frameBytes()
 	if limit <= 0 || int64(c.Goroutines)*frame <= limit {
 		return
 	}
@@ -502,3 +502,7 @@ func holdAtMost(n int, get func(int) (func() error, error)) func(int) (func() er
 		}, nil
 	}
 }
+
+// frameBytes is the memory one frame takes in the pool: --size rounded up
+// to whole pages.
+func (c *stressCmd) frameBytes() int64 { return (int64(c.Size) + 4095) &^ 4095 }
