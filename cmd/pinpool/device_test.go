@@ -26,7 +26,7 @@ func TestDeviceFlag(t *testing.T) {
 	if zero.String() != "0" {
 		t.Errorf("zero value is %q, want device 0", zero.String())
 	}
-	if !hasGPU("") {
+	if !hasGPU() {
 		devs, err := (deviceFlag{all: true}).resolve()
 		if err != nil || len(devs) != 1 || devs[0] != 0 {
 			t.Errorf("all without a GPU: %v, %v; want [0] (the host side)", devs, err)

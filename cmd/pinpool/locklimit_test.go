@@ -30,7 +30,7 @@ func TestToolUnderLockLimit(t *testing.T) {
 		toolUnderLockLimitChild(t)
 		return
 	}
-	if hasGPU("") {
+	if hasGPU() {
 		t.Skip("a GPU is present: the tool uses the CUDA backend, which RLIMIT_MEMLOCK does not bound")
 	}
 	bin, err := os.Executable()
