@@ -67,6 +67,17 @@ type accounts struct {
 	growNanos, maxGrowNanos  int64
 }
 
+// awaitFrees waits for the chunks on their way back to the backend, if
+// any, and reports whether there were some: their bytes are in the budget
+// until their Free returns.
+func (co *core) awaitFrees() bool {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	had := co.freeing > 0
+	co.waitFrees()
+	return had
+}
+
 // waitFrees waits until no chunk is on its way back to the backend. The
 // caller holds mu.
 func (co *core) waitFrees() {

@@ -86,8 +86,9 @@ func (p *Pool) allocate(c *class, k int) (Allocation, []byte, time.Duration, err
 }
 
 // reserve makes room for n more bytes: within the budget (after polling
-// fences and trimming idle memory of other classes beyond what Reserve
-// keeps) and above the system guard's floor.
+// fences, trimming idle memory of other classes beyond what Reserve keeps,
+// and waiting for frees already under way) and above the system guard's
+// floor.
 func (p *Pool) reserve(c *class, n int64) error {
 	co := p.core
 	if co.minAvail > 0 {
@@ -104,7 +105,10 @@ func (p *Pool) reserve(c *class, n int64) error {
 	}
 	p.pollPending(false)
 	p.trimOthers(n, c)
-	if co.budget.tryReserve(n) {
+	// Memory another goroutine (the janitor, a release after Close) is
+	// giving back counts until its Free returns: wait for it rather than
+	// refuse.
+	if co.budget.tryReserve(n) || co.awaitFrees() && co.budget.tryReserve(n) {
 		return nil
 	}
 	co.budgetRefusals.Add(1)

@@ -197,8 +197,10 @@ func (p *Pool) Get(ctx context.Context, n int) (Buffer, error) {
 	return p.getSlow(ctx, c, n, true)
 }
 
-// TryGet is Get that never blocks: when the budget or the system guard
-// would be exceeded it returns an error wrapping ErrBudget.
+// TryGet is Get that does not wait for room: when the budget or the system
+// guard would be exceeded it returns an error wrapping ErrBudget. (It does
+// wait for memory the pool is already giving back to the backend, whose
+// bytes count until the backend's Free returns.)
 func (p *Pool) TryGet(n int) (Buffer, error) {
 	c, err := p.classFor(n)
 	if err != nil {
@@ -338,7 +340,8 @@ func (p *Pool) Reserve(n, count int) error {
 
 // Trim gives every idle buffer's memory back to the backend now (whole
 // allocations: a slab is freed when all of its buffers are idle),
-// including what Reserve kept, and returns the bytes freed. Buffers in use
+// including what Reserve kept, and returns the bytes it freed once the
+// frees that began elsewhere (the janitor's) are done too. Buffers in use
 // or waiting on a fence are not touched; fences are polled first, also
 // after Close (see Close).
 func (p *Pool) Trim() int64 {
@@ -349,6 +352,7 @@ func (p *Pool) Trim() int64 {
 		f, _ := c.trimClass(-1, 0, nil)
 		freed += f
 	}
+	p.core.awaitFrees() // frees the janitor began are back too when Trim returns
 	return freed
 }
 
@@ -399,9 +403,7 @@ func (p *Pool) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	co.mu.Lock()
-	co.waitFrees() // frees that the janitor or a release began meanwhile
-	co.mu.Unlock()
+	co.awaitFrees() // frees that the janitor or a release began meanwhile
 	if p.ownBackend != nil {
 		// The CUDA backend keeps its context until its last chunk is freed,
 		// so buffers still out stay valid and are freed on release.
