@@ -212,6 +212,9 @@ func allocations(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress)
 		} else {
 			r.Allocs = append(r.Allocs, hit)
 		}
+		// The pool-hit row's memory goes back before the next size: under
+		// RLIMIT_MEMLOCK it would hold the allowance the next rows measure.
+		pool.Trim()
 		prog.step("allocation %d bytes", size)
 	}
 	return nil
