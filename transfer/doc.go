@@ -27,14 +27,15 @@
 //   - Staged (PathStaged): ordinary (pageable) memory of at least
 //     Options.DirectBelow bytes is cut into chunks of Options.ChunkSize
 //     (2 MiB), claimed in order by Options.Workers lanes (up to 8
-//     goroutines, the caller among them). A lane handles whole chunks: host
-//     to device, it takes a pinned staging buffer from the pool, within a
-//     window of Options.WindowBytes (32 MiB) for the whole copier so that
-//     little memory is locked at once, copies its chunk into it, and queues
-//     one asynchronous copy and an event on the direction's stream; the
-//     buffer goes back to the pool with ReleaseAfter(event). Device to host,
-//     the caller queues the chunks' copies into staging buffers and the
-//     lanes copy each out once its event completed. No lane waits for
+//     goroutines, the caller among them). A lane owns each chunk it claims
+//     from start to end, the same way in both directions: it takes a pinned
+//     staging buffer from the pool, within a window of Options.WindowBytes
+//     (32 MiB) for the whole copier so that little memory is locked at once,
+//     copies the chunk into it (host to device), queues one asynchronous
+//     copy and an event on the direction's stream, and goes on to its next
+//     chunk; with a few chunks in flight it completes its oldest: waits for
+//     the event, copies the chunk out (device to host) and gives the buffer
+//     back to the pool. No lane waits for
 //     another, CPU copies overlap each other and the DMA, and the small
 //     window keeps the staging memory in the last-level cache. The driver's
 //     own copy of pageable memory reaches only 6–9 GB/s host to device and

@@ -1,9 +1,6 @@
 package transfer
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "sync"
 
 // events recycles the copier's events: creating one is a driver call, and a
 // staged transfer records one per chunk.
@@ -49,48 +46,6 @@ func (p *events) close() error {
 		}
 	}
 	return first
-}
-
-// Fence states.
-const (
-	fencePending int32 = iota
-	fenceDone
-	fenceFailed
-)
-
-// stageFence is the pinpool.Fence a host-to-device staging buffer is
-// released with. It asks the chunk's event until the engine has seen the
-// event complete; from then on it answers by itself, so the engine may
-// recycle (re-record) or destroy the event while the pool still holds the
-// fence.
-type stageFence struct {
-	ev    event
-	state atomic.Int32
-	err   error // set before state becomes fenceFailed
-}
-
-// Done implements pinpool.Fence.
-func (f *stageFence) Done() (bool, error) {
-	switch f.state.Load() {
-	case fenceDone:
-		return true, nil
-	case fenceFailed:
-		return true, f.err
-	}
-	ok, err := f.ev.Done()
-	// The engine may have decided, and recycled the event, meanwhile: its
-	// verdict wins over what the (possibly re-recorded) event said.
-	if f.state.Load() != fencePending {
-		return f.Done()
-	}
-	return ok, err
-}
-
-func (f *stageFence) done() { f.state.Store(fenceDone) }
-
-func (f *stageFence) fail(err error) {
-	f.err = err
-	f.state.Store(fenceFailed)
 }
 
 // failedFence reports an error, so that the pool retires the buffer: the

@@ -63,6 +63,18 @@ type Options struct {
 	// (non-temporal stores for large pieces) instead of keeping the staging
 	// buffer in the cache; for benchmarks that compare the two.
 	streamStaging bool
+
+	// minUnit, when positive, replaces minUnit (the smallest chunk a
+	// transfer is cut into to give every lane work); for benchmarks.
+	minUnit int
+
+	// perLane, when above 1, cuts a small transfer into that many chunks
+	// per lane instead of one; for benchmarks.
+	perLane int
+
+	// timeline, when set, records the steps of each staged transfer; for
+	// BenchmarkStagedTimeline (one transfer at a time).
+	timeline *timeline
 }
 
 // cacheStaging reports whether host-to-device staging copies keep the

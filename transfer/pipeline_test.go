@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
 )
 
@@ -257,5 +258,51 @@ func TestFakeChecks(t *testing.T) {
 	s.synchronize()
 	if v := d.Violations(); len(v) != 2 {
 		t.Fatalf("violations %q", v)
+	}
+}
+
+// TestStagingBudgetBelowWindow runs staged copies through a pool whose
+// budget holds fewer staging buffers than the window has slots, with more
+// lanes than buffers: a lane that cannot get a buffer while it holds chunks
+// in flight must complete one of its own instead of waiting for the others
+// (which would deadlock, each lane holding what another waits for).
+func TestStagingBudgetBelowWindow(t *testing.T) {
+	d := newFakeDevice()
+	d.latency.Store(int64(50 * time.Microsecond))
+	pool, err := pinpool.New(pinpool.Options{Backend: &fakeBackend{d: d}, MinAvailable: -1, Budget: 3 * testChunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	c, err := newCopier(pool, d, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Workers: 8, DirectBelow: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const n = 40*testChunk + 5
+	var wg sync.WaitGroup
+	for g := range 3 { // several transfers at once compete for the buffers too
+		src := randomBytes(n, uint64(21+g))
+		dev := d.alloc(n)
+		wg.Go(func() {
+			back := make([]byte, n)
+			for range 3 {
+				if err := c.ToDevice(ctx, dev, src); err != nil {
+					t.Errorf("goroutine %d: ToDevice: %v", g, err)
+					return
+				}
+				if err := c.FromDevice(ctx, back, dev); err != nil {
+					t.Errorf("goroutine %d: FromDevice: %v", g, err)
+					return
+				}
+				sameBytes(t, "round trip", back, src)
+			}
+		})
+	}
+	wg.Wait()
+	if st := pool.Stats(); st.BytesHeld > 3*testChunk || st.BytesInUse != 0 {
+		t.Errorf("pool after the copies: held %d bytes (budget %d), %d bytes in use", st.BytesHeld, 3*testChunk, st.BytesInUse)
 	}
 }

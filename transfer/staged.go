@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,13 +11,14 @@ import (
 	"github.com/pinpool/pinpool"
 )
 
-// inFlight is one staged chunk whose copy is queued on a stream.
+// inFlight is one staged chunk whose copy is queued on a stream: the
+// chunk's range of the transfer, the staging buffer it is copied into or
+// out of, and the event recorded after the copy.
 type inFlight struct {
-	ev    event
-	off   int
-	n     int
-	fence *stageFence    // host to device: the fence the buffer was released with
-	buf   pinpool.Buffer // device to host: the buffer to copy out of, then release
+	ev  event
+	off int
+	n   int
+	buf pinpool.Buffer
 }
 
 // minUnit is the smallest chunk a transfer is cut into when it is cut
@@ -27,10 +29,13 @@ const minUnit = 256 << 10
 // less when that leaves lanes without work, so that a transfer of a few
 // chunks still copies on every lane (never below minUnit, in whole cache
 // lines).
-func unitFor(n, chunk, lanes int) int {
+func unitFor(n, chunk, lanes int) int { return cutUnit(n, chunk, lanes, minUnit) }
+
+// cutUnit is unitFor with floor in place of minUnit.
+func cutUnit(n, chunk, lanes, floor int) int {
 	u := (n + lanes - 1) / lanes
 	u = (u + 63) &^ 63
-	return max(min(u, chunk), min(minUnit, chunk))
+	return max(min(u, chunk), min(floor, chunk))
 }
 
 // stagedRun is the shared state of one staged transfer: its chunks are
@@ -41,6 +46,8 @@ type stagedRun struct {
 	o      op
 	unit   int // chunk size (unitFor)
 	chunks int64
+	depth  int // chunks a lane keeps in flight before it completes its oldest
+	tl     *timeline
 
 	next   atomic.Int64 // next chunk index to claim
 	issued atomic.Int64 // bytes whose copy was queued
@@ -77,17 +84,139 @@ func (r *stagedRun) claim() (off, n int, ok bool) {
 	return off, min(r.unit, len(r.o.host)-off), true
 }
 
-// stage takes a window slot and a staging buffer for a chunk; on failure
-// the transfer is stopped and nothing is held.
-func (r *stagedRun) stage(off int) (pinpool.Buffer, bool) {
+// staged runs the staging pipeline of one transfer. The transfer is cut
+// into chunks of unitFor bytes, claimed in order by up to Workers lanes
+// (goroutines, the calling one among them). A lane owns each chunk it
+// claims from start to end, the same way in both directions: it takes a
+// window slot and a staging buffer, copies the chunk into the buffer (host
+// to device), queues the asynchronous copy on the direction's next stream
+// with an event after it, and goes on to its next chunk; once it holds
+// depth chunks in flight it completes the oldest: it waits for the event,
+// copies the chunk out of the buffer (device to host), and gives the
+// buffer back to the pool and the slot to the window. So no lane waits for
+// another, and a lane's CPU copies overlap the DMA of its earlier chunks
+// and of the other lanes'.
+//
+// At most WindowBytes of staging is held, and a staging buffer goes back
+// to the pool only after its copy has completed. A lane that would wait for
+// a slot or a buffer while it holds chunks in flight completes one of them
+// instead, so lanes never wait on each other's memory. On cancellation or
+// failure no further chunk is issued, and staged returns only when every
+// chunk in flight has completed.
+func (c *Copier) staged(ctx context.Context, o op) error {
+	n := len(o.host)
+	k := max(c.opt.Workers, 1)
+	unit := unitFor(n, c.opt.ChunkSize, k)
+	if c.opt.minUnit > 0 || c.opt.perLane > 1 { // benchmarks' variations
+		unit = cutUnit(n, c.opt.ChunkSize, k*max(c.opt.perLane, 1), cmp.Or(c.opt.minUnit, minUnit))
+	}
+	r := &stagedRun{c: c, ctx: ctx, o: o, unit: unit, chunks: int64((n + unit - 1) / unit)}
+	k = min(k, int(r.chunks))
+	r.depth = max(2, (c.opt.slots()+k-1)/k)
+	r.tl = c.opt.timeline
+	r.tl.reset()
+	lanes(k, r.lane)
+	return r.err
+}
+
+// lanes runs f on k goroutines, the calling one included, and waits.
+func lanes(k int, f func()) {
+	var wg sync.WaitGroup
+	for range k - 1 {
+		wg.Go(f)
+	}
+	f()
+	wg.Wait()
+}
+
+// laneQueue is a lane's chunks in flight, oldest first.
+type laneQueue struct {
+	r    *stagedRun
+	held []inFlight
+}
+
+// completeOldest completes the lane's oldest chunk in flight; it reports
+// false when the lane holds none.
+func (q *laneQueue) completeOldest() bool {
+	if len(q.held) == 0 {
+		return false
+	}
+	f := q.held[0]
+	q.held = append(q.held[:0], q.held[1:]...)
+	q.r.complete(f)
+	return true
+}
+
+// lane claims, stages, issues and completes chunks until none is left or
+// the transfer stops, then completes the chunks it still has in flight.
+func (r *stagedRun) lane() {
+	c, o := r.c, r.o
+	q := &laneQueue{r: r, held: make([]inFlight, 0, r.depth)}
+	r.tl.mark(stepLane)
+	defer func() {
+		for q.completeOldest() {
+		}
+	}()
+	for {
+		off, m, ok := r.claim()
+		if !ok {
+			return
+		}
+		if len(q.held) >= r.depth {
+			q.completeOldest()
+		}
+		buf, ok := r.stage(off, q)
+		if !ok {
+			return
+		}
+		r.tl.mark(stepStaged)
+		b := buf.Bytes()[:m]
+		if o.dir == HostToDevice {
+			copyBytes(b, o.host[off:off+m], c.opt.cacheStaging())
+			r.tl.mark(stepCopied)
+		}
+		ev, err := c.issue(c.stream(o.dir), o, PathStaged, off, b)
+		if err != nil {
+			r.fail(err)   // before the slot is free for the other lanes
+			buf.Release() // issue waited for the stream where it had to
+			c.win.release()
+			return
+		}
+		r.tl.mark(stepIssued)
+		r.issued.Add(int64(m))
+		c.stats.chunks.Add(1)
+		q.held = append(q.held, inFlight{ev: ev, off: off, n: m, buf: buf})
+	}
+}
+
+// stage takes a window slot and a staging buffer for the chunk at off. While
+// the lane holds chunks in flight it does not wait for either: it completes
+// its oldest chunk, which gives back a slot and a buffer, and tries again.
+// On failure the transfer is stopped and nothing new is held.
+func (r *stagedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 	c := r.c
-	if err := c.win.acquire(r.ctx); err != nil {
-		r.fail(cancelErr(r.o, int(r.issued.Load()), err))
-		return pinpool.Buffer{}, false
+	for !c.win.tryAcquire() {
+		if q.completeOldest() {
+			continue
+		}
+		if err := c.win.acquire(r.ctx); err != nil {
+			r.fail(cancelErr(r.o, int(r.issued.Load()), err))
+			return pinpool.Buffer{}, false
+		}
+		break
 	}
 	if r.stop.Load() {
 		c.win.release()
 		return pinpool.Buffer{}, false
+	}
+	for {
+		buf, err := c.pool.TryGet(c.opt.ChunkSize)
+		if err == nil {
+			return buf, true
+		}
+		if !errors.Is(err, pinpool.ErrBudget) || !q.completeOldest() {
+			break
+		}
 	}
 	buf, err := c.pool.Get(r.ctx, c.opt.ChunkSize)
 	if err != nil {
@@ -103,148 +232,26 @@ func (r *stagedRun) stage(off int) (pinpool.Buffer, bool) {
 	return buf, true
 }
 
-// lanes runs f on k goroutines, the calling one included, and waits.
-func lanes(k int, f func()) {
-	var wg sync.WaitGroup
-	for range k - 1 {
-		wg.Go(f)
-	}
-	f()
-	wg.Wait()
-}
-
-// staged runs the staging pipeline of one transfer. The transfer is cut
-// into chunks of unitFor bytes, claimed in order by up to Workers lanes
-// (goroutines, the calling one among them), each of which handles whole
-// chunks, so no lane ever waits for another:
-//
-//   - host to device, a lane takes a window slot and a staging buffer,
-//     copies its chunk into the buffer (keeping it in the CPU cache, where
-//     the DMA engine reads it), queues the asynchronous copy on the
-//     direction's next stream with an event after it, and releases the
-//     buffer to the pool with that event as its fence; a completer
-//     goroutine waits for the events and gives back the window slots;
-//   - device to host, the calling goroutine queues the chunks' copies into
-//     staging buffers, in order, as window slots allow; the lanes wait for
-//     each chunk's event, copy it out to the destination and give back the
-//     buffer and the slot.
-//
-// At most WindowBytes of staging is held, and a staging buffer is reused
-// only after its copy has completed. On cancellation or failure no further
-// chunk is issued, and staged returns only when every chunk in flight has
-// completed.
-func (c *Copier) staged(ctx context.Context, o op) error {
-	n := len(o.host)
-	k := max(c.opt.Workers, 1)
-	unit := unitFor(n, c.opt.ChunkSize, k)
-	r := &stagedRun{c: c, ctx: ctx, o: o, unit: unit, chunks: int64((n + unit - 1) / unit)}
-	k = min(k, int(r.chunks))
-	q := make(chan inFlight, cap(c.win.tokens))
-	if o.dir == HostToDevice {
-		fin := make(chan struct{})
-		go func() {
-			defer close(fin)
-			for f := range q {
-				r.complete(f)
-			}
-		}()
-		lanes(k, r.upload(q))
-		close(q)
-		<-fin
-	} else {
-		var wg sync.WaitGroup
-		for range k {
-			wg.Go(func() {
-				for f := range q {
-					r.complete(f)
-				}
-			})
-		}
-		r.download(q)
-		close(q)
-		wg.Wait()
-	}
-	return r.err
-}
-
-// upload returns a host-to-device lane.
-func (r *stagedRun) upload(q chan<- inFlight) func() {
-	return func() {
-		c, o := r.c, r.o
-		for {
-			off, m, ok := r.claim()
-			if !ok {
-				return
-			}
-			buf, ok := r.stage(off)
-			if !ok {
-				return
-			}
-			b := buf.Bytes()[:m]
-			copyBytes(b, o.host[off:off+m], c.opt.cacheStaging())
-			ev, err := c.issue(c.stream(o.dir), o, PathStaged, off, b)
-			if err != nil {
-				r.fail(err)   // before the slot is free for the other lanes
-				buf.Release() // issue waited for the stream where it had to
-				c.win.release()
-				return
-			}
-			r.issued.Add(int64(m))
-			c.stats.chunks.Add(1)
-			f := inFlight{ev: ev, off: off, n: m, fence: &stageFence{ev: ev}}
-			buf.ReleaseAfter(f.fence)
-			q <- f
-		}
-	}
-}
-
-// download is the device-to-host issuer, on the calling goroutine.
-func (r *stagedRun) download(q chan<- inFlight) {
-	c, o := r.c, r.o
-	for {
-		off, m, ok := r.claim()
-		if !ok {
-			return
-		}
-		buf, ok := r.stage(off)
-		if !ok {
-			return
-		}
-		ev, err := c.issue(c.stream(o.dir), o, PathStaged, off, buf.Bytes()[:m])
-		if err != nil {
-			r.fail(err)
-			buf.Release()
-			c.win.release()
-			return
-		}
-		r.issued.Add(int64(m))
-		c.stats.chunks.Add(1)
-		q <- inFlight{ev: ev, off: off, n: m, buf: buf}
-	}
-}
-
-// complete waits for one chunk's copy, finishes it (device to host: the
-// copy out to the destination, unless the transfer has failed) and gives
-// back its window slot.
+// complete waits for one chunk's copy, copies it out to the destination
+// (device to host), and gives back its staging buffer and window slot. A
+// chunk whose copy failed stops the transfer, and its buffer is retired by
+// the pool (released with a failed fence), since the device's use of it is
+// unknown.
 func (r *stagedRun) complete(f inFlight) {
 	c, o := r.c, r.o
 	defer c.win.release()
 	if err := f.ev.synchronize(); err != nil {
 		err = copyErr(o.dir, PathStaged, f.off, f.n, err)
-		if f.fence != nil {
-			f.fence.fail(err)
-		} else {
-			f.buf.ReleaseAfter(failedFence{err})
-		}
+		f.buf.ReleaseAfter(failedFence{err})
 		c.events.drop(f.ev)
 		r.fail(err)
 		return
 	}
-	if f.fence != nil {
-		f.fence.done()
-	} else {
+	r.tl.mark(stepSynced)
+	if o.dir == DeviceToHost {
 		copyBytes(o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n], false)
-		f.buf.Release()
 	}
+	f.buf.Release()
 	c.events.put(f.ev)
+	r.tl.mark(stepDone)
 }

@@ -39,14 +39,30 @@ func (w *window) acquire(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	w.taken()
+	return nil
+}
+
+// taken counts a slot just taken.
+func (w *window) taken() {
 	h := w.held.Add(1)
 	for {
 		p := w.peak.Load()
 		if h <= p || w.peak.CompareAndSwap(p, h) {
-			break
+			return
 		}
 	}
-	return nil
+}
+
+// tryAcquire takes a slot if one is free, without waiting.
+func (w *window) tryAcquire() bool {
+	select {
+	case w.tokens <- struct{}{}:
+	default:
+		return false
+	}
+	w.taken()
+	return true
 }
 
 // release gives a slot back.

@@ -1,0 +1,191 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pinpool/pinpool/cudahost"
+)
+
+// frameBytes is one 1080p frame of the seed article (1920×1080, 3 bytes a
+// pixel): 3,110,400 bytes.
+const frameBytes = 1920 * 1080 * 3
+
+// stagedSizes are the sizes of BenchmarkStagedVsPageable: from 1 MiB, the
+// frame size among them, to 256 MiB.
+var stagedSizes = []int{1 << 20, 2 << 20, frameBytes, 4 << 20, 8 << 20, 16 << 20, 64 << 20, 256 << 20}
+
+// stagedVariant is a set of copier options BenchmarkStagedVsPageable runs.
+type stagedVariant struct {
+	name string
+	opt  Options
+	// upTo is the largest size the variant runs at (0: every size).
+	upTo int
+}
+
+// stagedVariants are the defaults and the tuning variations tried against
+// them, each measured in the same run as the baselines.
+var stagedVariants = []stagedVariant{
+	{"default", Options{}, 0},
+	{"workers=16", Options{Workers: 16}, 0},
+	{"workers=4", Options{Workers: 4}, 16 << 20},
+	{"perlane=2/min=64KiB", Options{perLane: 2, minUnit: 64 << 10}, 16 << 20},
+	{"workers=16/perlane=2/min=64KiB", Options{Workers: 16, perLane: 2, minUnit: 64 << 10}, 16 << 20},
+	{"workers=12/window=48MiB", Options{Workers: 12, WindowBytes: 48 << 20}, 0},
+}
+
+// BenchmarkStagedVsPageable times, in each iteration, the same transfer
+// three ways, one after the other on the same memory: staged through the
+// copier (DirectBelow off), the driver's own copy of the pageable slice
+// (cuMemcpyHtoD/DtoH, the baseline the staged path must beat by 2× from
+// 1 MiB on), and one asynchronous copy of a pool buffer (the pinned
+// ceiling). Interleaving them makes the ratios immune to the host's drift
+// over minutes. It reports each path's GB/s and the ratios x-pageable
+// (staged over the driver's pageable copy) and of-pinned (staged over
+// pinned).
+func BenchmarkStagedVsPageable(b *testing.B) {
+	defer allCPUs()()
+	g := newGPU(b, cudahost.Options{})
+	ctx := context.Background()
+	maxN := slices.Max(stagedSizes)
+	dev := g.devMem(b, maxN)
+	host := randomBytes(maxN, 11)
+	pinned, err := g.pool.Get(ctx, maxN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pinned.Release()
+	pc := g.copier(b, Options{})
+	for _, v := range stagedVariants {
+		opt := v.opt
+		opt.DirectBelow, opt.Prewarm = -1, true
+		c := g.copier(b, opt)
+		for _, n := range stagedSizes {
+			if v.upTo > 0 && n > v.upTo {
+				continue
+			}
+			for _, d := range []Direction{HostToDevice, DeviceToHost} {
+				b.Run(fmt.Sprintf("size=%s/%s/%v", sizeLabel(n), v.name, d), func(b *testing.B) {
+					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
+					var staged, pageable, pin time.Duration
+					b.SetBytes(int64(n))
+					for b.Loop() {
+						t0 := time.Now()
+						if d == HostToDevice {
+							err = c.ToDevice(ctx, dev.Ptr(), host[:n])
+						} else {
+							err = c.FromDevice(ctx, host[:n], dev.Ptr())
+						}
+						t1 := time.Now()
+						if err == nil {
+							if d == HostToDevice {
+								err = g.ctx.CopyHtoD(dev.Ptr(), host[:n])
+							} else {
+								err = g.ctx.CopyDtoH(host[:n], dev.Ptr())
+							}
+						}
+						t2 := time.Now()
+						if err == nil {
+							if d == HostToDevice {
+								err = pc.ToDevice(ctx, dev.Ptr(), pinned.Bytes()[:n])
+							} else {
+								err = pc.FromDevice(ctx, pinned.Bytes()[:n], dev.Ptr())
+							}
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						staged += t1.Sub(t0)
+						pageable += t2.Sub(t1)
+						pin += time.Since(t2)
+					}
+					bytes := float64(n) * float64(b.N)
+					b.ReportMetric(bytes/staged.Seconds()/1e9, "staged-GB/s")
+					b.ReportMetric(bytes/pageable.Seconds()/1e9, "pageable-GB/s")
+					b.ReportMetric(bytes/pin.Seconds()/1e9, "pinned-GB/s")
+					b.ReportMetric(pageable.Seconds()/staged.Seconds(), "x-pageable")
+					b.ReportMetric(pin.Seconds()/staged.Seconds(), "of-pinned")
+				})
+			}
+		}
+	}
+}
+
+// sizeLabel is sizeName, with sizes that are not whole KiB in bytes (the
+// frame size).
+func sizeLabel(n int) string {
+	if n%1024 != 0 {
+		return fmt.Sprintf("%dB", n)
+	}
+	return sizeName(n)
+}
+
+// BenchmarkStagedTimeline runs staged transfers one at a time with the
+// copier's timeline on, and reports, as medians over the iterations in
+// microseconds from the transfer's start, when each step of its chunks
+// first and last happened: lane (lanes started), staged (slot and buffer
+// held), copied (host to device: chunk in staging), issued (copy and event
+// queued), synced (event completed) and done. It shows where the time of a
+// small transfer goes: starting lanes, CPU copies, the driver's calls, or
+// the DMA.
+func BenchmarkStagedTimeline(b *testing.B) {
+	defer allCPUs()()
+	g := newGPU(b, cudahost.Options{})
+	ctx := context.Background()
+	const maxN = 64 << 20
+	dev := g.devMem(b, maxN)
+	host := randomBytes(maxN, 12)
+	for _, v := range stagedVariants[:5] {
+		opt := v.opt
+		opt.DirectBelow, opt.Prewarm, opt.timeline = -1, true, &timeline{}
+		c := g.copier(b, opt)
+		for _, n := range []int{1 << 20, frameBytes, 8 << 20, maxN} {
+			if v.upTo > 0 && n > v.upTo {
+				continue
+			}
+			for _, d := range []Direction{HostToDevice, DeviceToHost} {
+				b.Run(fmt.Sprintf("size=%s/%s/%v", sizeLabel(n), v.name, d), func(b *testing.B) {
+					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
+					var firsts, lasts [numSteps][]time.Duration
+					var totals []time.Duration
+					b.SetBytes(int64(n))
+					for b.Loop() {
+						t0 := time.Now()
+						var err error
+						if d == HostToDevice {
+							err = c.ToDevice(ctx, dev.Ptr(), host[:n])
+						} else {
+							err = c.FromDevice(ctx, host[:n], dev.Ptr())
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						totals = append(totals, time.Since(t0))
+						first, last, seen := opt.timeline.snapshot()
+						for s := range numSteps {
+							if seen[s] {
+								firsts[s] = append(firsts[s], first[s])
+								lasts[s] = append(lasts[s], last[s])
+							}
+						}
+					}
+					med := func(x []time.Duration) float64 {
+						slices.Sort(x)
+						return float64(x[len(x)/2].Nanoseconds()) / 1e3
+					}
+					for s := range numSteps {
+						if len(firsts[s]) > 0 {
+							b.ReportMetric(med(firsts[s]), stepNames[s]+"-first-us")
+							b.ReportMetric(med(lasts[s]), stepNames[s]+"-last-us")
+						}
+					}
+					b.ReportMetric(med(totals), "total-us")
+					reportGBps(b, n)
+				})
+			}
+		}
+	}
+}
