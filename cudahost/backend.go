@@ -183,7 +183,7 @@ func (b *Backend) allocRegister(size int) (*Chunk, error) {
 		return nil, fmt.Errorf("cudahost: %s: mapping %d bytes: %w", b.name, size, err)
 	}
 	mem := r.Bytes()
-	parts, err := registerParts(mem[:cap(mem)], b.regChunk, func(p []byte) (part, error) {
+	parts, err := cuda.RegisterInParts(mem[:cap(mem)], b.regChunk, func(p []byte) (part, error) {
 		return b.ctx.HostRegister(p, b.regFlags)
 	})
 	if err != nil {

@@ -103,32 +103,6 @@ func (c *Chunk) freeMemory() error {
 	return fmt.Errorf("cudahost: %s: freeing %d bytes: %w", c.b.name, len(c.mem), errors.Join(errs...))
 }
 
-// registerParts registers mem in consecutive parts of at most chunk bytes
-// with reg. On failure it frees the parts already registered, last first,
-// and returns the error of reg joined with any error of that undoing.
-func registerParts(mem []byte, chunk int, reg func([]byte) (part, error)) ([]part, error) {
-	if chunk <= 0 {
-		chunk = len(mem)
-	}
-	parts := make([]part, 0, (len(mem)-1)/chunk+1)
-	for off := 0; off < len(mem); {
-		n := min(chunk, len(mem)-off)
-		p, err := reg(mem[off : off+n : off+n])
-		if err != nil {
-			errs := []error{fmt.Errorf("registering bytes [%d, %d) of %d (part %d): %w", off, off+n, len(mem), len(parts)+1, err)}
-			for i := len(parts) - 1; i >= 0; i-- {
-				if uerr := parts[i].Free(); uerr != nil {
-					errs = append(errs, fmt.Errorf("undoing part %d: %w", i+1, uerr))
-				}
-			}
-			return nil, errors.Join(errs...)
-		}
-		parts = append(parts, p)
-		off += n
-	}
-	return parts, nil
-}
-
 // devicePointer returns the device address of the first part and checks that
 // every later part follows it contiguously, so that one pointer covers the
 // whole chunk.

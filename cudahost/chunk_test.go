@@ -3,6 +3,7 @@ package cudahost
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -75,77 +76,35 @@ func fakeReg(j *journal, failAt int) (func([]byte) (part, error), *[]*fakePart) 
 	}, &made
 }
 
-func TestRegisterParts(t *testing.T) {
-	const mib = 1 << 20
-	tests := []struct {
-		size, chunk int
-		want        string
-	}{
-		{9 * mib, mib, "reg1:1048576 reg2:1048576 reg3:1048576 reg4:1048576 reg5:1048576 reg6:1048576 reg7:1048576 reg8:1048576 reg9:1048576"},
-		{9*mib + 4096, 4 * mib, "reg1:4194304 reg2:4194304 reg3:1052672"},
-		{3 * mib, DefaultRegisterChunk, "reg1:3145728"},
-		{4096, 4096, "reg1:4096"},
-	}
-	for _, tt := range tests {
-		mem := make([]byte, tt.size)
-		j := &journal{}
-		reg, made := fakeReg(j, 0)
-		parts, err := registerParts(mem, tt.chunk, reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if j.String() != tt.want || len(parts) != len(*made) {
-			t.Errorf("size %d chunk %d: %s; want %s", tt.size, tt.chunk, j, tt.want)
-		}
-		// The parts tile mem exactly, in order.
-		off := 0
-		for _, p := range *made {
-			if &p.mem[0] != &mem[off] || cap(p.mem) != len(p.mem) {
-				t.Errorf("part %d does not start at offset %d or has spare capacity", p.id, off)
-			}
-			off += len(p.mem)
-		}
-		if off != len(mem) {
-			t.Errorf("parts cover %d of %d bytes", off, len(mem))
-		}
-		if d, err := devicePointer(parts); err != nil || d != uintptr(unsafe.Pointer(&mem[0])) {
-			t.Errorf("devicePointer = %#x, %v", d, err)
-		}
-	}
-}
-
-func TestRegisterPartsFailure(t *testing.T) {
+// TestRegisteredPartsMap registers page-aligned memory the way
+// allocRegister does, with cuda.RegisterInParts (whose split and undo are
+// tested in package cuda), and checks that the parts map contiguously.
+func TestRegisteredPartsMap(t *testing.T) {
+	page := os.Getpagesize()
+	raw := make([]byte, 5*page)
+	off := int(-uintptr(unsafe.Pointer(&raw[0])) & uintptr(page-1))
+	mem := raw[off : off+4*page : off+4*page]
 	j := &journal{}
-	reg, _ := fakeReg(j, 4)
-	parts, err := registerParts(make([]byte, 6<<20), 1<<20, reg)
-	if parts != nil || !errors.Is(err, cuda.ErrOutOfMemory) {
-		t.Fatalf("registerParts = %v, %v; want ErrOutOfMemory", parts, err)
+	reg, made := fakeReg(j, 0)
+	parts, err := cuda.RegisterInParts(mem, page, reg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Everything registered is undone, last first.
-	if want := "reg1:1048576 reg2:1048576 reg3:1048576 fail4 free3 free2 free1"; j.String() != want {
+	want := fmt.Sprintf("reg1:%[1]d reg2:%[1]d reg3:%[1]d reg4:%[1]d", page)
+	if j.String() != want || len(parts) != len(*made) {
 		t.Fatalf("calls %s; want %s", j, want)
 	}
-	if !strings.Contains(err.Error(), "[3145728, 4194304)") {
-		t.Errorf("error %q does not name the failed range", err)
+	if d, err := devicePointer(parts); err != nil || d != uintptr(unsafe.Pointer(&mem[0])) {
+		t.Errorf("devicePointer = %#x, %v", d, err)
 	}
-}
 
-func TestRegisterPartsUndoFailure(t *testing.T) {
-	j := &journal{}
-	inner, made := fakeReg(j, 3)
-	undoErr := errors.New("unregister failed")
-	reg := func(b []byte) (part, error) {
-		p, err := inner(b)
-		if err == nil && len(*made) == 1 {
-			(*made)[0].freeErr = undoErr
-		}
-		return p, err
+	// A failure frees the parts already made, last first.
+	j = &journal{}
+	reg, _ = fakeReg(j, 3)
+	if parts, err := cuda.RegisterInParts(mem, page, reg); parts != nil || !errors.Is(err, cuda.ErrOutOfMemory) {
+		t.Fatalf("RegisterInParts = %v, %v; want ErrOutOfMemory", parts, err)
 	}
-	_, err := registerParts(make([]byte, 3<<20), 1<<20, reg)
-	if !errors.Is(err, cuda.ErrOutOfMemory) || !errors.Is(err, undoErr) {
-		t.Fatalf("registerParts = %v; want both the register and the undo error", err)
-	}
-	if want := "reg1:1048576 reg2:1048576 fail3 free2 free1"; j.String() != want {
+	if want := fmt.Sprintf("reg1:%[1]d reg2:%[1]d fail3 free2 free1", page); j.String() != want {
 		t.Fatalf("calls %s; want %s", j, want)
 	}
 }
@@ -181,7 +140,8 @@ func fakeBackend(j *journal, opt Options) *Backend {
 	return newBackend(nil, propsH200, opt, func() error { j.add("release"); return nil })
 }
 
-// fakeChunk makes a chunk of n parts of 4 KiB the way Alloc does.
+// fakeChunk makes a chunk of n registered parts of 4 KiB, as Alloc would
+// with a RegisterChunk of 4096 on 4 KiB pages.
 func fakeChunk(t *testing.T, b *Backend, j *journal, n int) *Chunk {
 	t.Helper()
 	if err := b.acquire(); err != nil {
@@ -189,9 +149,13 @@ func fakeChunk(t *testing.T, b *Backend, j *journal, n int) *Chunk {
 	}
 	mem := make([]byte, n*4096)
 	reg, _ := fakeReg(j, 0)
-	parts, err := registerParts(mem, 4096, reg)
-	if err != nil {
-		t.Fatal(err)
+	parts := make([]part, n)
+	for i := range parts {
+		p, err := reg(mem[i*4096 : (i+1)*4096 : (i+1)*4096])
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts[i] = p
 	}
 	c, err := b.finish(mem, parts, &fakeRegion{j: j})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 // is zero: cuda.DefaultRegisterChunk (64 GiB).
 const DefaultRegisterChunk = cuda.DefaultRegisterChunk
 
-// pageUnit is the granularity of sizes and of RegisterChunk.
+// pageUnit is the granularity of sizes.
 const pageUnit = 4096
 
 // Options configures a Backend. The zero value uses device 0, picks the
@@ -89,6 +89,7 @@ func (opt Options) registerOnly() bool { return opt.ReadOnly || opt.HugePages ||
 
 // checkOptions validates what does not depend on the device.
 func checkOptions(opt Options) error {
+	_, chunkErr := cuda.RegisterChunkSize(int64(opt.RegisterChunk))
 	switch {
 	case opt.Method != Auto && opt.Method != HostAlloc && opt.Method != Register:
 		return fmt.Errorf("%w: unknown method %v", ErrInvalidOptions, opt.Method)
@@ -96,8 +97,8 @@ func checkOptions(opt Options) error {
 		return fmt.Errorf("%w: negative device ordinal %d", ErrInvalidOptions, opt.Device)
 	case opt.BindNUMA && opt.NUMANode < 0:
 		return fmt.Errorf("%w: negative NUMA node %d", ErrInvalidOptions, opt.NUMANode)
-	case opt.RegisterChunk < 0 || opt.RegisterChunk%pageUnit != 0:
-		return fmt.Errorf("%w: RegisterChunk %d is not a positive multiple of %d", ErrInvalidOptions, opt.RegisterChunk, pageUnit)
+	case chunkErr != nil:
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, chunkErr)
 	case opt.WriteCombined && opt.Method == Register:
 		return fmt.Errorf("%w: WriteCombined needs the hostalloc method (cuMemHostRegister has no write-combined flag)", ErrInvalidOptions)
 	case opt.registerOnly() && opt.Method == HostAlloc:
@@ -150,7 +151,9 @@ func describe(p cuda.Properties) string {
 }
 
 // validate checks opt against the device's properties and returns it
-// resolved: Method is HostAlloc or Register, RegisterChunk is set.
+// resolved: Method is HostAlloc or Register and, for Register,
+// RegisterChunk is set (cuda.RegisterChunkSize: the default for zero,
+// rounded up to the system page size).
 func validate(opt Options, p cuda.Properties) (Options, error) {
 	if err := checkOptions(opt); err != nil {
 		return opt, err
@@ -181,8 +184,12 @@ func validate(opt Options, p cuda.Properties) (Options, error) {
 	if opt.ReadOnly && !p.ReadOnlyHostRegisterSupported {
 		return opt, fmt.Errorf("%w: %s: ReadOnly: the device does not report read-only host-register support", ErrUnsupported, describe(p))
 	}
-	if opt.Method == Register && opt.RegisterChunk == 0 {
-		opt.RegisterChunk = DefaultRegisterChunk
+	if opt.Method == Register {
+		n, err := cuda.RegisterChunkSize(int64(opt.RegisterChunk)) // checked by checkOptions
+		if err != nil {
+			return opt, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+		opt.RegisterChunk = int(n)
 	}
 	return opt, nil
 }

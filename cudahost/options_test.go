@@ -123,6 +123,23 @@ func TestValidateKeepsChunk(t *testing.T) {
 	}
 }
 
+// TestValidateRoundsChunk checks that the resolved RegisterChunk is a
+// multiple of the system page size, and that HostAlloc leaves it alone.
+func TestValidateRoundsChunk(t *testing.T) {
+	page := os.Getpagesize()
+	got, err := validate(Options{Method: Register, RegisterChunk: 4096}, propsH200)
+	if err != nil || got.RegisterChunk != max(4096, page) {
+		t.Fatalf("validate = %+v, %v; want RegisterChunk %d", got, err, max(4096, page))
+	}
+	got, err = validate(Options{Method: HostAlloc, RegisterChunk: 4096}, propsH200)
+	if err != nil || got.RegisterChunk != 4096 {
+		t.Fatalf("hostalloc: validate = %+v, %v", got, err)
+	}
+	if _, err := validate(Options{RegisterChunk: 5000}, propsH200); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "RegisterChunk 5000") {
+		t.Fatalf("validate of an odd chunk: %v", err)
+	}
+}
+
 // TestNoImplicitNUMA checks that a device's nearest node is not bound to
 // unless asked.
 func TestNoImplicitNUMA(t *testing.T) {

@@ -3,7 +3,6 @@ package transfer
 import (
 	"fmt"
 	"github.com/pinpool/pinpool/cuda"
-	"os"
 	"runtime"
 )
 
@@ -130,9 +129,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.DirectBelow == 0 {
 		o.DirectBelow = DefaultDirectBelow
 	}
-	if o.RegisterChunk == 0 {
-		o.RegisterChunk = DefaultRegisterChunk
-	}
 	switch {
 	case o.Streams < 2:
 		return o, fmt.Errorf("%w: Streams = %d (at least 2, one per direction)", ErrInvalidOptions, o.Streams)
@@ -142,13 +138,14 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: WindowBytes = %d holds no chunk of %d bytes", ErrInvalidOptions, o.WindowBytes, o.ChunkSize)
 	case o.Workers < 0:
 		return o, fmt.Errorf("%w: Workers = %d", ErrInvalidOptions, o.Workers)
-	case o.RegisterChunk < 0 || o.RegisterChunk%4096 != 0:
-		// The same rule as cudahost.Options.RegisterChunk.
-		return o, fmt.Errorf("%w: RegisterChunk = %d: want 0 (default %d) or a positive multiple of 4096", ErrInvalidOptions, o.RegisterChunk, int64(DefaultRegisterChunk))
 	}
-	if page := int64(os.Getpagesize()); o.RegisterChunk%page != 0 { // a larger system page
-		o.RegisterChunk = (o.RegisterChunk + page - 1) / page * page
+	// The same rule as cudahost.Options.RegisterChunk: the default for zero,
+	// rounded up to the system page size.
+	rc, err := cuda.RegisterChunkSize(o.RegisterChunk)
+	if err != nil {
+		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
+	o.RegisterChunk = rc
 	return o, nil
 }
 

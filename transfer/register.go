@@ -3,7 +3,6 @@ package transfer
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"unsafe"
@@ -32,6 +31,9 @@ type regPart struct {
 	h          hostReg
 }
 
+// Free unregisters the part.
+func (p regPart) Free() error { return p.h.Free() }
+
 // registry holds a copier's open registrations, sorted by address.
 type registry struct {
 	chunk int // Options.RegisterChunk, a multiple of the page size
@@ -40,14 +42,15 @@ type registry struct {
 }
 
 // Register page-locks b, in parts of at most Options.RegisterChunk bytes
-// whose boundaries fall on pages, so that copies of b's bytes go directly to
-// and from the device until the Registration is closed. b must stay
-// allocated until then (a Go slice is kept referenced by the Registration;
-// an mmap'd region must not be unmapped). If a part fails, the parts already
-// registered are unregistered. Errors wrap ErrRegister: for empty memory,
-// memory the driver refuses (not mapped, for instance), and, as
-// ErrAlreadyRegistered, memory that overlaps a registration of this copier
-// or memory already page-locked (a pool buffer).
+// whose boundaries fall on pages (see cuda.RegisterInParts), so that copies
+// of b's bytes go directly to and from the device until the Registration is
+// closed. b must stay allocated until then (a Go slice is kept referenced by
+// the Registration; an mmap'd region must not be unmapped). If a part fails,
+// the parts already registered are unregistered, and the error names the
+// part. Errors wrap ErrRegister: for empty memory, memory the driver
+// refuses (not mapped, for instance), and, as ErrAlreadyRegistered, memory
+// that overlaps a registration of this copier or memory already page-locked
+// (a pool buffer).
 //
 // The driver refuses a copy that spans two registrations, so copies are
 // split at the parts' boundaries; memory registered by other code is not
@@ -69,40 +72,27 @@ func (c *Copier) Register(b []byte) (*Registration, error) {
 	if c.dev.isPinned(b[:1]) || c.dev.isPinned(b[len(b)-1:]) {
 		return nil, fmt.Errorf("%w: %d bytes at %#x are page-locked already", ErrAlreadyRegistered, len(b), start)
 	}
-	for _, p := range partRanges(start, len(b), c.regs.chunk) {
-		off, end := int(p.start-start), int(p.end-start)
-		h, err := c.dev.register(b[off:end:end])
+	kind := ErrRegister
+	parts, err := cuda.RegisterInParts(b, c.regs.chunk, func(p []byte) (regPart, error) {
+		h, err := c.dev.register(p)
 		if err != nil {
-			kind := ErrRegister
 			if errors.Is(err, cuda.ErrAlreadyRegistered) {
 				kind = ErrAlreadyRegistered
 			}
-			err = fmt.Errorf("%w: bytes [%d, %d) of %d at %#x (part %d): %w", kind, off, end, len(b), start, len(r.parts)+1, err)
-			return nil, errors.Join(err, r.free())
+			return regPart{}, err
 		}
-		p.h = h
-		r.parts = append(r.parts, p)
+		s := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+		return regPart{start: s, end: s + uintptr(len(p)), h: h}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", kind, err)
 	}
+	r.parts = parts
 	if !c.regs.insert(r) {
 		err := fmt.Errorf("%w: %d bytes at %#x were registered meanwhile", ErrAlreadyRegistered, len(b), start)
 		return nil, errors.Join(err, r.free())
 	}
 	return r, nil
-}
-
-// partRanges splits [start, start+n) at the multiples of chunk (a multiple
-// of the page size) counted from start's page.
-func partRanges(start uintptr, n, chunk int) []regPart {
-	end := start + uintptr(n)
-	page := uintptr(os.Getpagesize())
-	next := start&^(page-1) + uintptr(chunk)
-	var parts []regPart
-	for s := start; s < end; next += uintptr(chunk) {
-		e := min(next, end)
-		parts = append(parts, regPart{start: s, end: e})
-		s = e
-	}
-	return parts
 }
 
 // Bytes is the registered memory.

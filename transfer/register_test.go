@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/pinpool/pinpool/cuda"
 )
 
 // TestRegister registers memory in small parts and copies ranges inside it,
@@ -31,6 +34,18 @@ func TestRegister(t *testing.T) {
 	}
 	if len(r.Bytes()) != len(mem) {
 		t.Fatal("Bytes")
+	}
+	// The parts tile mem, split on pages a multiple of part past its first.
+	first := uintptr(unsafe.Pointer(&mem[0])) &^ uintptr(page-1)
+	next := uintptr(unsafe.Pointer(&mem[0]))
+	for i, p := range r.parts {
+		if p.start != next || p.end <= p.start || p.end-p.start > part || i > 0 && (p.start%uintptr(page) != 0 || (p.start-first)%part != 0) {
+			t.Fatalf("part %d is [%#x, %#x); want it to start at %#x on a boundary", i+1, p.start, p.end, next)
+		}
+		next = p.end
+	}
+	if next != uintptr(unsafe.Pointer(&mem[0]))+uintptr(len(mem)) {
+		t.Fatalf("parts end at %#x", next)
 	}
 	dev := e.d.alloc(len(mem))
 	for _, rg := range [][2]int{{0, len(mem)}, {0, 1}, {part - 200, part + 300}, {5, 3*part + 9}, {len(mem) - 1, len(mem)}} {
@@ -127,20 +142,34 @@ func TestRegisterRefused(t *testing.T) {
 	other.Free()
 }
 
-func TestPartRanges(t *testing.T) {
-	for _, c := range []struct {
-		start uintptr
-		n     int
-		chunk int
-		want  []regPart
-	}{
-		{4096, 8192, 4096, []regPart{{start: 4096, end: 8192}, {start: 8192, end: 12288}}},
-		{4100, 8192, 4096, []regPart{{start: 4100, end: 8192}, {start: 8192, end: 12288}, {start: 12288, end: 12292}}},
-		{4100, 10, 1 << 30, []regPart{{start: 4100, end: 4110}}},
-	} {
-		got := partRanges(c.start, c.n, c.chunk)
-		if fmt.Sprint(got) != fmt.Sprint(c.want) {
-			t.Errorf("partRanges(%d, %d, %d) = %v, want %v", c.start, c.n, c.chunk, got, c.want)
+// TestRegisterPartRefused checks that a part the driver refuses as
+// already registered fails Register with ErrAlreadyRegistered, naming the
+// part, and that the parts before it are undone.
+func TestRegisterPartRefused(t *testing.T) {
+	page := os.Getpagesize()
+	e := newEnv(t, Options{RegisterChunk: int64(page)})
+	raw := make([]byte, 6*page)
+	off := int(-uintptr(unsafe.Pointer(&raw[0])) & uintptr(page-1))
+	mem := raw[off : off+5*page]
+	// Other code registered the third page.
+	other, err := e.d.register(mem[2*page : 3*page])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Free()
+	_, err = e.c.Register(mem)
+	if !errors.Is(err, ErrAlreadyRegistered) || !errors.Is(err, ErrRegister) || !errors.Is(err, cuda.ErrAlreadyRegistered) {
+		t.Fatalf("Register = %v; want ErrAlreadyRegistered", err)
+	}
+	for _, s := range []string{"transfer: ", fmt.Sprintf("bytes [%d, %d) of %d", 2*page, 3*page, 5*page), "(part 3 of 5)"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not contain %q", err, s)
 		}
+	}
+	if n := len(e.d.regs); n != 1 {
+		t.Fatalf("%d registrations left; want only the other one", n)
+	}
+	if p := e.c.PathOf(mem); p == PathRegistered {
+		t.Fatalf("path %v after a failed Register", p)
 	}
 }
