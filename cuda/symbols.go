@@ -18,6 +18,7 @@ var fn struct {
 	cuEventCreate, cuEventDestroy, cuEventRecord, cuEventQuery, cuEventSynchronize uintptr
 	cuEventElapsedTime                                                             uintptr
 	cuModuleLoadDataEx, cuModuleUnload, cuModuleGetFunction, cuLaunchKernel        uintptr
+	cuMemcpyBatchAsync, cuMemcpyBatchAsyncV2                                       uintptr
 }
 
 // symbol is one driver function to look up: the versioned name that cuda.h
@@ -82,4 +83,10 @@ var symbols = []symbol{
 	{"cuModuleUnload", "", false, &fn.cuModuleUnload},
 	{"cuModuleGetFunction", "", false, &fn.cuModuleGetFunction},
 	{"cuLaunchKernel", "", false, &fn.cuLaunchKernel},
+	// The batch copy (CUDA 12.8+) has two ABIs, so two slots and no
+	// fallback: cuMemcpyBatchAsync takes a failIdx pointer before the
+	// stream, cuMemcpyBatchAsync_v2 (what CUDA 13's cuda.h maps the name
+	// to) does not. batchFn picks one.
+	{"cuMemcpyBatchAsync_v2", "", true, &fn.cuMemcpyBatchAsyncV2},
+	{"cuMemcpyBatchAsync", "", true, &fn.cuMemcpyBatchAsync},
 }

@@ -63,9 +63,16 @@ func TestVersionedNames(t *testing.T) {
 	if names["cuEventElapsedTime_v2"].fallback != "cuEventElapsedTime" {
 		t.Error("cuEventElapsedTime_v2 (CUDA 12.8+) needs its plain fallback")
 	}
-	for _, opt := range []string{"cuMemHostRegister_v2", "cuMemHostUnregister", "cuStreamWaitEvent"} {
+	for _, opt := range []string{"cuMemHostRegister_v2", "cuMemHostUnregister", "cuStreamWaitEvent",
+		"cuMemcpyBatchAsync_v2", "cuMemcpyBatchAsync"} {
 		if !names[opt].optional {
 			t.Errorf("%s should be optional", opt)
 		}
+	}
+	// The two batch copies (CUDA 12.8+) differ in ABI (_v2 has no failIdx):
+	// each has its own slot, and neither may fall back to the other.
+	v1, v2 := names["cuMemcpyBatchAsync"], names["cuMemcpyBatchAsync_v2"]
+	if v1.addr != &fn.cuMemcpyBatchAsync || v2.addr != &fn.cuMemcpyBatchAsyncV2 || v1.fallback != "" || v2.fallback != "" {
+		t.Error("cuMemcpyBatchAsync and cuMemcpyBatchAsync_v2 need separate slots and no fallback")
 	}
 }

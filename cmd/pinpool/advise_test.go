@@ -27,6 +27,7 @@ func gpuReport() *measure.Report {
 		measure.Registered:    func(s int64) float64 { return 50 * float64(s) / float64(s+256<<10) },
 		measure.Mapped:        func(s int64) float64 { return 45 * float64(s) / float64(s+64<<10) },
 		measure.Staged:        func(s int64) float64 { return 40 * float64(s) / float64(s+4<<20) * 2 },
+		measure.Batch:         func(s int64) float64 { return 20 * float64(s) / float64(s+1<<20) },
 	}
 	for _, k := range measure.Kinds {
 		for _, d := range []measure.Direction{measure.H2D, measure.D2H} {

@@ -28,7 +28,7 @@ type benchCmd struct {
 
 	Sizes      []byteSize `sep:"," placeholder:"SIZE,..." help:"Transfer sizes (default: 4KiB to --max-size in steps of 4×)."`
 	MaxSize    byteSize   `default:"1GiB" help:"Largest transfer of the default sizes."`
-	Kinds      []string   `sep:"," placeholder:"KIND,..." help:"Memory kinds: pageable, pinned, write-combined, registered, mapped, staged (default: all)."`
+	Kinds      []string   `sep:"," placeholder:"KIND,..." help:"Memory kinds: pageable, pinned, write-combined, registered, mapped, staged, batch (default: all; batch needs a CUDA 12.8 driver)."`
 	Directions []string   `sep:"," placeholder:"DIR,..." help:"Directions: H2D, D2H, both (default: all)."`
 
 	Repeats     int           `default:"10" help:"Fewest timed transfers per row; rows repeat until --min-time too (the figure is the median)."`

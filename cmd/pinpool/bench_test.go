@@ -184,7 +184,7 @@ func TestBenchFrom(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, errOut)
 	}
-	for _, want := range []string{"Test GPU", "H2D", "pinned", "staged", "cuMemHostAlloc", "pinpool/seed"} {
+	for _, want := range []string{"Test GPU", "H2D", "pinned", "staged", "batch", "cuMemHostAlloc", "pinpool/seed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

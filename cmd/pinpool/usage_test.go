@@ -29,6 +29,7 @@ func TestUsageErrorsSpeakTheUsersUnits(t *testing.T) {
 		{[]string{"bench", "--from", "saved.json", "--sizes", "4KiB"}, "--from saved.json renders a saved report and measures nothing: --sizes"},
 		{[]string{"bench", "--plot", missing}, "--plot " + missing + ": cannot write there"},
 		{[]string{"bench", "--kinds", "paged"}, "--kinds paged: want one of pageable, pinned"},
+		{[]string{"bench", "--kinds", "batched"}, "mapped, staged, batch"},
 		{[]string{"bench", "--progress", "sometimes"}, "--progress sometimes: want auto, always or never"},
 		{[]string{"stress", "--size", "64TiB"}, "--size 64 TiB: more than this machine's memory"},
 		{[]string{"stress", "--budget", "1MiB"}, "--budget 1 MiB: smaller than one buffer"},
@@ -51,7 +52,7 @@ func TestUsageErrorsSpeakTheUsersUnits(t *testing.T) {
 // rules, as --directions always did.
 func TestEnumFlagsIgnoreCase(t *testing.T) {
 	for _, args := range [][]string{
-		{"--progress", "NEVER"}, {"--kinds", "Pinned,STAGED"}, {"--directions", "h2d,BOTH"},
+		{"--progress", "NEVER"}, {"--kinds", "Pinned,STAGED"}, {"--kinds", "Batch"}, {"--directions", "h2d,BOTH"},
 	} {
 		full := append([]string{"bench", "--no-transfers", "--no-alloc", "--no-host-copy", "--goroutines", "1", "--pool-time", "5ms"}, args...)
 		if _, errOut, code := runCLI(t, full...); code != 0 {

@@ -12,7 +12,8 @@ var sizes4 = []int64{4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 1
 // h200GBps holds the fixture's bandwidths in GB/s, per kind and direction,
 // one per size of sizes4: shaped like the H200 run of 2026-11-30 (pinned
 // 55.4, pageable 9.37 H2D / 17.2 D2H, staged 15.6 / 26.1, mapped 51.1 at
-// 1 GiB; staged overtakes pageable between 1 and 4 MiB).
+// 1 GiB; staged overtakes pageable between 1 and 4 MiB; batch, from its
+// first run, about 8 H2D / 9.6 D2H).
 var h200GBps = map[measure.Kind]map[measure.Direction][]float64{
 	measure.Pageable: {
 		measure.H2D: {0.5, 1.4, 3.0, 5.5, 8.0, 9.5, 9.9, 7.6, 7.5, 9.37},
@@ -37,6 +38,10 @@ var h200GBps = map[measure.Kind]map[measure.Direction][]float64{
 	measure.Staged: {
 		measure.H2D: {0.05, 0.2, 1.2, 3.5, 7.0, 10.5, 14.4, 17.0, 15.0, 15.6},
 		measure.D2H: {0.1, 0.4, 1.5, 4.0, 7.5, 14.0, 16.8, 31.0, 20.8, 26.1},
+	},
+	measure.Batch: {
+		measure.H2D: {0.52, 1.5, 3.1, 5.5, 7.8, 8.9, 8.4, 8.1, 8.3, 7.4},
+		measure.D2H: {0.1, 0.4, 1.4, 4.5, 7.9, 9.8, 9.8, 9.4, 9.5, 9.6},
 	},
 }
 

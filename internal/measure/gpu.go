@@ -137,8 +137,8 @@ type mover struct {
 }
 
 // wallMover is the mover of a kind whose copies return when the bytes are
-// in place (pageable, staged), timed on the host clock, over the pageable
-// arena.
+// in place (pageable, staged, batch), timed on the host clock, over the
+// pageable arena.
 func (g *gpu) wallMover(h2d func(cuda.DevicePtr, []byte) error, d2h func([]byte, cuda.DevicePtr) error) *mover {
 	m := &mover{timer: timerWall, free: func() error { return nil }}
 	m.one = func(d Direction, _ *cuda.Stream, dev cuda.DevicePtr, off, n int64) error {
@@ -197,6 +197,23 @@ func (g *gpu) moverFor(k Kind) (*mover, error) {
 		return g.wallMover(
 			func(dev cuda.DevicePtr, h []byte) error { return g.copier.ToDevice(bg, dev, h) },
 			func(h []byte, dev cuda.DevicePtr) error { return g.copier.FromDevice(bg, h, dev) }), nil
+	case Batch:
+		if err := cuda.BatchCopyAvailable(); err != nil {
+			if errors.Is(err, cuda.ErrMissingSymbol) {
+				return nil, fmt.Errorf("%w: the driver has no cuMemcpyBatchAsync (CUDA 12.8 or later)", errSkip)
+			}
+			return nil, err
+		}
+		// Each direction on its own stream: Both runs them at once from two
+		// goroutines. The wall time includes the synchronize, as the
+		// pageable kind's includes the copy's completion.
+		return g.wallMover(
+			func(dev cuda.DevicePtr, h []byte) error {
+				return batchCopy(g.s1, g.s1.CopyHtoDBatch(dev, h, batchPiece, cuda.SrcAccessAny))
+			},
+			func(h []byte, dev cuda.DevicePtr) error {
+				return batchCopy(g.s2, g.s2.CopyDtoHBatch(h, dev, batchPiece, cuda.SrcAccessAny))
+			}), nil
 	case Pinned, WriteCombined:
 		flags := cuda.HostAllocFlags(0)
 		if k == WriteCombined {
@@ -243,6 +260,19 @@ func (g *gpu) moverFor(k Kind) (*mover, error) {
 
 // errSkip marks a kind the device cannot do: a Skipped line, not a failure.
 var errSkip = errors.New("skipped")
+
+// batchPiece is the size of the batch kind's pieces: one copy of the
+// batch per 4 MiB.
+const batchPiece = 4 << 20
+
+// batchCopy waits until the batch queued on s (err: how queuing went) is
+// done; the pageable host memory stays referenced by the arena until then.
+func batchCopy(s *cuda.Stream, err error) error {
+	if err != nil {
+		return errors.Join(err, s.Synchronize())
+	}
+	return s.Synchronize()
+}
 
 // asyncMover copies page-locked host memory with asynchronous copies.
 func asyncMover(host []byte, free func() error) *mover {

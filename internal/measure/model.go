@@ -36,10 +36,15 @@ const (
 	// Staged is pageable memory moved by the transfer engine
 	// (transfer.Copier: pinned staging buffers, parallel CPU copies).
 	Staged Kind = "staged"
+	// Batch is pageable memory copied by the driver's batch copy
+	// (cuMemcpyBatchAsync, CUDA 12.8 and later) in 4 MiB pieces with
+	// source access order ANY, timed on the host clock around the call
+	// and the stream's synchronize. Older drivers skip it.
+	Batch Kind = "batch"
 )
 
 // Kinds lists every kind, in table order.
-var Kinds = []Kind{Pageable, Pinned, WriteCombined, Registered, Mapped, Staged}
+var Kinds = []Kind{Pageable, Pinned, WriteCombined, Registered, Mapped, Staged, Batch}
 
 // ParseKind returns the kind named s, or an error naming the valid ones.
 func ParseKind(s string) (Kind, error) {
@@ -107,7 +112,7 @@ type Transfer struct {
 	// Timer is how the transfers were timed: "cuda-events" (events
 	// recorded on the stream around the copy) or "wall" (the host clock
 	// around a call that returns when the bytes are in place: pageable and
-	// staged copies).
+	// staged copies, and batch copies with the stream's synchronize).
 	Timer string `json:"timer"`
 }
 

@@ -21,7 +21,8 @@ type Plan struct {
 	// Sizes are the transfer sizes in bytes, each from 1 to
 	// MaxTransferSize. Default: 4 KiB to 1 GiB in steps of 4×.
 	Sizes []int64
-	// Kinds of host memory to measure. Default: all (Kinds).
+	// Kinds of host memory to measure. Default: all (Kinds), batch too: a
+	// driver without it gives a Skipped line.
 	Kinds []Kind
 	// Directions to measure. Default: all (Directions).
 	Directions []Direction
@@ -39,9 +40,10 @@ type Plan struct {
 	// that small transfers do not run from the CPU's caches or the GPU's
 	// L2 (default 512 MiB; the H200 host has a 300 MiB L3 cache). Each kind
 	// allocates max(largest size, RotateBytes) of host memory while it is
-	// measured (the pageable arena, shared by the pageable, registered and
-	// staged kinds, is held throughout, and a second one when Both is
-	// measured for pageable or staged), and the device twice that.
+	// measured (the pageable arena, shared by the pageable, registered,
+	// staged and batch kinds, is held throughout, and a second one when
+	// Both is measured for pageable, staged or batch), and the device twice
+	// that.
 	RotateBytes int64
 
 	// AllocSizes are the sizes of the allocation benchmark (default 4 KiB,

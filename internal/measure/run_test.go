@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +227,60 @@ func TestTransferJSONLegacy(t *testing.T) {
 	out, err := json.Marshal(r.Transfers[0])
 	if err != nil || !strings.Contains(string(out), `"gigabytes_per_second":1.5`) || strings.Contains(string(out), `"gbps"`) {
 		t.Fatalf("%s, %v", out, err)
+	}
+}
+
+// TestBatchKind checks the batch kind's place: last in Kinds, right after
+// staged, parsed by name, and in the default and quick plans.
+func TestBatchKind(t *testing.T) {
+	if len(Kinds) < 2 || Kinds[len(Kinds)-1] != Batch || Kinds[len(Kinds)-2] != Staged {
+		t.Errorf("Kinds = %v, want batch right after staged, last", Kinds)
+	}
+	if k, err := ParseKind("batch"); err != nil || k != Batch {
+		t.Errorf("ParseKind(batch) = %q, %v", k, err)
+	}
+	for name, p := range map[string]Plan{"default": DefaultPlan(), "quick": QuickPlan()} {
+		if !slices.Contains(p.Kinds, Batch) {
+			t.Errorf("%s plan kinds %v lack batch", name, p.Kinds)
+		}
+	}
+}
+
+// TestRunBatch measures the batch kind alone on the GPU: wall-timed rows
+// in every direction, or, on a driver older than CUDA 12.8, one Skipped
+// line saying so and no rows. Without a GPU it skips.
+func TestRunBatch(t *testing.T) {
+	if err := cuda.Load(); err != nil {
+		t.Skipf("GPU test skipped: %v", err)
+	}
+	p := smallPlan()
+	p.Kinds = []Kind{Batch}
+	p.Sizes = []int64{4 << 10, 4<<20 + 5, 9 << 20} // one piece, two, three
+	p.RotateBytes = 32 << 20
+	p.NoAlloc, p.NoPool, p.NoHostCopy = true, true, true
+	r, err := Run(context.Background(), p, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.IsNoGPU() {
+		t.Skipf("GPU test skipped: %s", r.Machine.NoGPU)
+	}
+	if err := cuda.BatchCopyAvailable(); errors.Is(err, cuda.ErrMissingSymbol) {
+		if len(r.Transfers) != 0 || len(r.Skipped) != 1 || !strings.HasPrefix(r.Skipped[0], "batch: skipped: ") {
+			t.Errorf("old driver: %d rows, skipped %q; want one batch skipped line", len(r.Transfers), r.Skipped)
+		}
+		return
+	}
+	if len(r.Skipped) != 0 {
+		t.Errorf("skipped %q", r.Skipped)
+	}
+	if want := len(p.Sizes) * len(Directions); len(r.Transfers) != want {
+		t.Fatalf("%d rows, want %d", len(r.Transfers), want)
+	}
+	for _, tr := range r.Transfers {
+		if tr.Kind != Batch || tr.Timer != timerWall || tr.GBps <= 0 || tr.Median <= 0 || tr.Repeats < 3 {
+			t.Errorf("row %+v", tr)
+		}
+		t.Logf("batch %s %d bytes: %.2f GB/s", tr.Dir, tr.Size, tr.GBps)
 	}
 }

@@ -70,6 +70,7 @@ var kindStyles = map[measure.Kind]kindStyle{
 	measure.Registered:    {rgb(0xE6, 0x9F, 0x00), draw.RingGlyph{}},
 	measure.Mapped:        {rgb(0xCC, 0x79, 0xA7), draw.SquareGlyph{}},
 	measure.Staged:        {rgb(0x00, 0x00, 0x00), draw.CrossGlyph{}},
+	measure.Batch:         {rgb(0x56, 0xB4, 0xE9), draw.TriangleGlyph{}},
 }
 
 // otherStyles are for kinds measure does not name, in turn.

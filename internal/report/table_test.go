@@ -85,7 +85,7 @@ type cellWant struct {
 }
 
 func TestWriteTable(t *testing.T) {
-	allKinds := []string{"size", "pageable", "pinned", "write-combined", "registered", "mapped", "staged"}
+	allKinds := []string{"size", "pageable", "pinned", "write-combined", "registered", "mapped", "staged", "batch"}
 	allSizes := []string{"4 KiB", "64 KiB", "1 MiB", "16 MiB", "256 MiB", "1 GiB"}
 	h200Titles := []string{
 		"Transfers H2D (host to device): bandwidth, GB/s (median)",
