@@ -1,0 +1,72 @@
+package multigpu
+
+import (
+	"fmt"
+
+	"github.com/pinpool/pinpool/transfer"
+)
+
+// Options configure a Set. The zero value is ready to use: a shared pool
+// with no budget, copiers with transfer's defaults and their lanes from the
+// placement, the host's NUMA layout read from the system, and each
+// device's staging bound to its node where Place allows it.
+type Options struct {
+	// Budget caps the bytes of the shared pool (Set.Pool), as
+	// pinpool.Options.Budget: Get waits while a request would exceed it.
+	// Zero means no cap; otherwise at least 4096. The staging pools are
+	// not counted: each holds its copier's window (Transfer.WindowBytes,
+	// 32 MiB by default) and no more.
+	Budget int64
+
+	// Transfer is the template of every copier's options. Zero fields take
+	// transfer's defaults, except Workers: zero means the placement's lane
+	// count for the device (Placement.Workers), a positive value is used
+	// for every copier as is. Prewarm is always set: Open allocates (and
+	// binds) each copier's staging window at once, so that a device that
+	// cannot pin or bind it fails Open, not the first copy.
+	Transfer transfer.Options
+
+	// Host describes the host's NUMA nodes for the placement. Nil means
+	// ReadHost(). Tests pass a recorded host here.
+	Host *Host
+
+	// NoNUMABind leaves every staging pool unbound (the kernel's first-touch
+	// policy places it), whatever the devices report; lanes are still
+	// shared by node.
+	NoNUMABind bool
+}
+
+// window is the staging window of one copier: the number of staging
+// buffers and their size, from the template's ChunkSize and WindowBytes
+// with transfer's defaults filled in as transfer.New fills them.
+func (o Options) window() (slots, chunk int) {
+	chunk = o.Transfer.ChunkSize
+	if chunk == 0 {
+		chunk = transfer.DefaultChunkSize
+	}
+	w := o.Transfer.WindowBytes
+	if w == 0 {
+		w = max(transfer.DefaultWindowBytes, int64(chunk))
+	}
+	return int(w / int64(chunk)), chunk
+}
+
+// check validates what Open sizes from the options before transfer.New
+// sees them; transfer.New checks the rest.
+func (o Options) check() error {
+	t := o.Transfer
+	switch {
+	case o.Budget < 0:
+		return fmt.Errorf("%w: Budget = %d", ErrInvalidOptions, o.Budget)
+	case t.ChunkSize < 0:
+		return fmt.Errorf("%w: Transfer.ChunkSize = %d", ErrInvalidOptions, t.ChunkSize)
+	case t.WindowBytes < 0:
+		return fmt.Errorf("%w: Transfer.WindowBytes = %d", ErrInvalidOptions, t.WindowBytes)
+	case t.Workers < 0:
+		return fmt.Errorf("%w: Transfer.Workers = %d", ErrInvalidOptions, t.Workers)
+	}
+	if slots, chunk := o.window(); slots < 1 {
+		return fmt.Errorf("%w: Transfer.WindowBytes = %d holds no chunk of %d bytes", ErrInvalidOptions, t.WindowBytes, chunk)
+	}
+	return nil
+}
