@@ -10,9 +10,9 @@ import (
 	"github.com/pinpool/pinpool/cudahost"
 )
 
-// frameBytes is one 1080p frame of the seed article (1920×1080, 3 bytes a
-// pixel): 3,110,400 bytes.
-const frameBytes = 1920 * 1080 * 3
+// frameBytes is one 1080p NV12 frame of the seed article (1920×1080, 12
+// bits a pixel): 3,110,400 bytes.
+const frameBytes = 1920 * 1080 * 3 / 2
 
 // stagedSizes are the sizes of BenchmarkStagedVsPageable: from 1 MiB, the
 // frame size among them, to 256 MiB.
@@ -33,8 +33,18 @@ var stagedVariants = []stagedVariant{
 	{"workers=16", Options{Workers: 16}, 0},
 	{"workers=4", Options{Workers: 4}, 16 << 20},
 	{"perlane=2/min=64KiB", Options{perLane: 2, minUnit: 64 << 10}, 16 << 20},
-	{"workers=16/perlane=2/min=64KiB", Options{Workers: 16, perLane: 2, minUnit: 64 << 10}, 16 << 20},
+	{"ramp=512KiB", Options{ramp: 512 << 10}, 0},
+	{"ramp=256KiB", Options{ramp: 256 << 10}, 0},
 	{"workers=12/window=48MiB", Options{Workers: 12, WindowBytes: 48 << 20}, 0},
+}
+
+// timelineVariants are the options BenchmarkStagedTimeline looks inside.
+var timelineVariants = []stagedVariant{
+	{"default", Options{}, 0},
+	{"workers=1", Options{Workers: 1}, 0},
+	{"workers=2", Options{Workers: 2}, 0},
+	{"workers=4", Options{Workers: 4}, 0},
+	{"ramp=512KiB", Options{ramp: 512 << 10}, 0},
 }
 
 // BenchmarkStagedVsPageable times, in each iteration, the same transfer
@@ -138,7 +148,7 @@ func BenchmarkStagedTimeline(b *testing.B) {
 	const maxN = 64 << 20
 	dev := g.devMem(b, maxN)
 	host := randomBytes(maxN, 12)
-	for _, v := range stagedVariants[:5] {
+	for _, v := range timelineVariants {
 		opt := v.opt
 		opt.DirectBelow, opt.Prewarm, opt.timeline = -1, true, &timeline{}
 		c := g.copier(b, opt)

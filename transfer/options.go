@@ -71,6 +71,10 @@ type Options struct {
 	// per lane instead of one; for benchmarks.
 	perLane int
 
+	// ramp, when positive, cuts a large transfer's first and last chunk
+	// of each lane to ramp bytes (rampCuts); for benchmarks.
+	ramp int
+
 	// timeline, when set, records the steps of each staged transfer; for
 	// BenchmarkStagedTimeline (one transfer at a time).
 	timeline *timeline

@@ -306,3 +306,44 @@ func TestStagingBudgetBelowWindow(t *testing.T) {
 		t.Errorf("pool after the copies: held %d bytes (budget %d), %d bytes in use", st.BytesHeld, 3*testChunk, st.BytesInUse)
 	}
 }
+
+// TestRampAndTimeline round-trips through a copier that cuts ramps at both
+// ends of large transfers and records the timeline of each, and checks
+// that the bytes arrive and that the timeline's steps happened in order.
+func TestRampAndTimeline(t *testing.T) {
+	tl := &timeline{}
+	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Workers: 4, DirectBelow: -1, ramp: testChunk / 4, timeline: tl})
+	e.d.latency.Store(int64(20 * time.Microsecond))
+	for _, n := range []int{1, testChunk + 3, 40*testChunk + 5} {
+		src := randomBytes(n, uint64(n))
+		dev := e.d.alloc(n)
+		before := e.c.Stats().Chunks
+		if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+			t.Fatal(err)
+		}
+		want := rampCuts(n, unitFor(n, testChunk, 4), testChunk/4, min(4, (n+minUnit-1)/minUnit))
+		if got := e.c.Stats().Chunks - before; n > 20*testChunk && got != uint64(want.count()) {
+			t.Errorf("%d bytes: %d chunks, want %d (%+v)", n, got, want.count(), want)
+		}
+		first, last, seen := tl.snapshot()
+		for s := stepLane; s < numSteps; s++ {
+			if s == stepDone || !seen[s] {
+				if s != stepDone && s != stepCopied {
+					t.Errorf("%d bytes: step %s not seen", n, stepNames[s])
+				}
+				continue
+			}
+			if s > stepLane && seen[s-1] && first[s] < first[s-1] {
+				t.Errorf("%d bytes: %s first at %v, before %s at %v", n, stepNames[s], first[s], stepNames[s-1], first[s-1])
+			}
+			if last[s] < first[s] {
+				t.Errorf("%d bytes: %s last %v before first %v", n, stepNames[s], last[s], first[s])
+			}
+		}
+		back := make([]byte, n)
+		if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
+			t.Fatal(err)
+		}
+		sameBytes(t, "round trip", back, src)
+	}
+}

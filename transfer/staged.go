@@ -44,7 +44,7 @@ type stagedRun struct {
 	c      *Copier
 	ctx    context.Context
 	o      op
-	unit   int // chunk size (unitFor)
+	cuts   cuts
 	chunks int64
 	depth  int // chunks a lane keeps in flight before it completes its oldest
 	tl     *timeline
@@ -80,8 +80,8 @@ func (r *stagedRun) claim() (off, n int, ok bool) {
 	if i >= r.chunks {
 		return 0, 0, false
 	}
-	off = int(i) * r.unit
-	return off, min(r.unit, len(r.o.host)-off), true
+	off, n = r.cuts.at(int(i))
+	return off, n, true
 }
 
 // staged runs the staging pipeline of one transfer. The transfer is cut
@@ -110,7 +110,8 @@ func (c *Copier) staged(ctx context.Context, o op) error {
 	if c.opt.minUnit > 0 || c.opt.perLane > 1 { // benchmarks' variations
 		unit = cutUnit(n, c.opt.ChunkSize, k*max(c.opt.perLane, 1), cmp.Or(c.opt.minUnit, minUnit))
 	}
-	r := &stagedRun{c: c, ctx: ctx, o: o, unit: unit, chunks: int64((n + unit - 1) / unit)}
+	r := &stagedRun{c: c, ctx: ctx, o: o, cuts: rampCuts(n, unit, c.opt.ramp, k)}
+	r.chunks = int64(r.cuts.count())
 	k = min(k, int(r.chunks))
 	r.depth = max(2, (c.opt.slots()+k-1)/k)
 	r.tl = c.opt.timeline

@@ -38,7 +38,8 @@ func (t *timeline) reset() {
 		return
 	}
 	t.mu.Lock()
-	*t = timeline{start: time.Now()}
+	t.start = time.Now()
+	t.first, t.last, t.seen = [numSteps]time.Duration{}, [numSteps]time.Duration{}, [numSteps]bool{}
 	t.mu.Unlock()
 }
 
