@@ -25,6 +25,7 @@ type Copier struct {
 	rr       [2]atomic.Uint32 // round robin over each direction's streams
 
 	win    *window
+	crew   *crew
 	events events
 	quick  quickStreams
 	regs   registry
@@ -81,6 +82,7 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options) (*Copier, error) {
 			return nil, fmt.Errorf("%w: prewarming %d buffers of %d bytes: %w", ErrStaging, o.slots(), o.ChunkSize, err)
 		}
 	}
+	c.crew = newCrew(o.Workers-1, o.LaneSpin)
 	return c, nil
 }
 
@@ -126,6 +128,7 @@ func (c *Copier) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	c.inflight.Wait()
+	c.crew.stop()
 	var errs []error
 	if err := c.regs.closeAll(); err != nil {
 		errs = append(errs, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/pinpool/pinpool/cuda"
 	"runtime"
+	"time"
 )
 
 // Options configure a Copier. The zero value is ready to use; every zero
@@ -39,6 +40,17 @@ type Options struct {
 	// every lane has work. Zero means min(GOMAXPROCS, DefaultMaxWorkers).
 	Workers int
 
+	// LaneSpin is how long each of the copier's standing lanes (Workers-1
+	// goroutines that run staged transfers beside the calling goroutine)
+	// keeps looking for the next transfer before it sleeps. A sleeping lane
+	// takes a thread wake-up to start, about 70 µs on the lent H200 VMs, a
+	// third of a 3 MB transfer; transfers that follow each other within
+	// LaneSpin start on every lane at once. Spinning costs CPU: up to
+	// (Workers-1) × LaneSpin after each staged transfer, though a spinning
+	// lane yields its processor to any other goroutine that is ready. Zero
+	// means DefaultLaneSpin; negative means never spin.
+	LaneSpin time.Duration
+
 	// DirectBelow is the size below which a copy of pageable memory skips
 	// staging and goes straight through the driver's synchronous copy
 	// (cuMemcpyHtoD/DtoH), since staging costs more than it saves for small
@@ -62,18 +74,6 @@ type Options struct {
 	// (non-temporal stores for large pieces) instead of keeping the staging
 	// buffer in the cache; for benchmarks that compare the two.
 	streamStaging bool
-
-	// minUnit, when positive, replaces minUnit (the smallest chunk a
-	// transfer is cut into to give every lane work); for benchmarks.
-	minUnit int
-
-	// perLane, when above 1, cuts a small transfer into that many chunks
-	// per lane instead of one; for benchmarks.
-	perLane int
-
-	// ramp, when positive, cuts a large transfer's first and last chunk
-	// of each lane to ramp bytes (rampCuts); for benchmarks.
-	ramp int
 
 	// timeline, when set, records the steps of each staged transfer; for
 	// BenchmarkStagedTimeline (one transfer at a time).
@@ -104,6 +104,11 @@ const (
 	// 6 GB/s on one goroutine, BenchmarkHostCopy); 8 lanes staged as fast
 	// as 16 there and leave processors to the application.
 	DefaultMaxWorkers = 8
+	// DefaultLaneSpin is 200 µs: longer than the gaps within a stream of
+	// transfers, so that such a stream keeps its lanes awake, and short
+	// enough that an idle copier stops spinning within a fraction of a
+	// millisecond.
+	DefaultLaneSpin = 200 * time.Microsecond
 	// DefaultDirectBelow is 2 MiB. On the H200 host (2026-11-30) staging
 	// overtook the driver's direct copy at about 1 MiB both ways with cold
 	// data in one run of pinpool bench, at 0.5 MiB host to device and 2.6
@@ -129,6 +134,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Workers == 0 {
 		o.Workers = min(runtime.GOMAXPROCS(0), DefaultMaxWorkers)
+	}
+	if o.LaneSpin == 0 {
+		o.LaneSpin = DefaultLaneSpin
 	}
 	if o.DirectBelow == 0 {
 		o.DirectBelow = DefaultDirectBelow

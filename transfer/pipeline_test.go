@@ -307,23 +307,18 @@ func TestStagingBudgetBelowWindow(t *testing.T) {
 	}
 }
 
-// TestRampAndTimeline round-trips through a copier that cuts ramps at both
-// ends of large transfers and records the timeline of each, and checks
-// that the bytes arrive and that the timeline's steps happened in order.
-func TestRampAndTimeline(t *testing.T) {
+// TestTimeline round-trips through a copier that records the timeline of
+// each staged transfer, and checks that the bytes arrive and that the
+// timeline's steps happened in order.
+func TestTimeline(t *testing.T) {
 	tl := &timeline{}
-	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Workers: 4, DirectBelow: -1, ramp: testChunk / 4, timeline: tl})
+	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Workers: 4, DirectBelow: -1, timeline: tl})
 	e.d.latency.Store(int64(20 * time.Microsecond))
 	for _, n := range []int{1, testChunk + 3, 40*testChunk + 5} {
 		src := randomBytes(n, uint64(n))
 		dev := e.d.alloc(n)
-		before := e.c.Stats().Chunks
 		if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
 			t.Fatal(err)
-		}
-		want := rampCuts(n, unitFor(n, testChunk, 4), testChunk/4, min(4, (n+minUnit-1)/minUnit))
-		if got := e.c.Stats().Chunks - before; n > 20*testChunk && got != uint64(want.count()) {
-			t.Errorf("%d bytes: %d chunks, want %d (%+v)", n, got, want.count(), want)
 		}
 		first, last, seen := tl.snapshot()
 		for s := stepLane; s < numSteps; s++ {

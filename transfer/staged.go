@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,13 +28,10 @@ const minUnit = 256 << 10
 // less when that leaves lanes without work, so that a transfer of a few
 // chunks still copies on every lane (never below minUnit, in whole cache
 // lines).
-func unitFor(n, chunk, lanes int) int { return cutUnit(n, chunk, lanes, minUnit) }
-
-// cutUnit is unitFor with floor in place of minUnit.
-func cutUnit(n, chunk, lanes, floor int) int {
+func unitFor(n, chunk, lanes int) int {
 	u := (n + lanes - 1) / lanes
 	u = (u + 63) &^ 63
-	return max(min(u, chunk), min(floor, chunk))
+	return max(min(u, chunk), min(minUnit, chunk))
 }
 
 // stagedRun is the shared state of one staged transfer: its chunks are
@@ -44,7 +40,7 @@ type stagedRun struct {
 	c      *Copier
 	ctx    context.Context
 	o      op
-	cuts   cuts
+	unit   int // chunk size (unitFor)
 	chunks int64
 	depth  int // chunks a lane keeps in flight before it completes its oldest
 	tl     *timeline
@@ -52,8 +48,26 @@ type stagedRun struct {
 	next   atomic.Int64 // next chunk index to claim
 	issued atomic.Int64 // bytes whose copy was queued
 	stop   atomic.Bool
+
 	mu     sync.Mutex
 	err    error
+	closed bool           // no lane may join any more
+	joined sync.WaitGroup // crew lanes that joined
+}
+
+// join runs a lane of r on a crew goroutine, unless the transfer's caller
+// has already finished its own lane (then every chunk is claimed, and the
+// offer is stale).
+func (r *stagedRun) join() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.joined.Add(1)
+	r.mu.Unlock()
+	defer r.joined.Done()
+	r.lane()
 }
 
 // fail records err (the first one wins) and stops the transfer.
@@ -80,13 +94,14 @@ func (r *stagedRun) claim() (off, n int, ok bool) {
 	if i >= r.chunks {
 		return 0, 0, false
 	}
-	off, n = r.cuts.at(int(i))
-	return off, n, true
+	off = int(i) * r.unit
+	return off, min(r.unit, len(r.o.host)-off), true
 }
 
 // staged runs the staging pipeline of one transfer. The transfer is cut
-// into chunks of unitFor bytes, claimed in order by up to Workers lanes
-// (goroutines, the calling one among them). A lane owns each chunk it
+// into chunks of unitFor bytes, claimed in order by up to Workers lanes:
+// the calling goroutine and the copier's standing lanes (crew) that are
+// free to join. A lane owns each chunk it
 // claims from start to end, the same way in both directions: it takes a
 // window slot and a staging buffer, copies the chunk into the buffer (host
 // to device), queues the asynchronous copy on the direction's next stream
@@ -107,27 +122,18 @@ func (c *Copier) staged(ctx context.Context, o op) error {
 	n := len(o.host)
 	k := max(c.opt.Workers, 1)
 	unit := unitFor(n, c.opt.ChunkSize, k)
-	if c.opt.minUnit > 0 || c.opt.perLane > 1 { // benchmarks' variations
-		unit = cutUnit(n, c.opt.ChunkSize, k*max(c.opt.perLane, 1), cmp.Or(c.opt.minUnit, minUnit))
-	}
-	r := &stagedRun{c: c, ctx: ctx, o: o, cuts: rampCuts(n, unit, c.opt.ramp, k)}
-	r.chunks = int64(r.cuts.count())
+	r := &stagedRun{c: c, ctx: ctx, o: o, unit: unit, chunks: int64((n + unit - 1) / unit)}
 	k = min(k, int(r.chunks))
 	r.depth = max(2, (c.opt.slots()+k-1)/k)
 	r.tl = c.opt.timeline
 	r.tl.reset()
-	lanes(k, r.lane)
+	c.crew.offer(r, k-1)
+	r.lane()
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.joined.Wait()
 	return r.err
-}
-
-// lanes runs f on k goroutines, the calling one included, and waits.
-func lanes(k int, f func()) {
-	var wg sync.WaitGroup
-	for range k - 1 {
-		wg.Go(f)
-	}
-	f()
-	wg.Wait()
 }
 
 // laneQueue is a lane's chunks in flight, oldest first.

@@ -30,6 +30,7 @@ type timeline struct {
 	start       time.Time
 	first, last [numSteps]time.Duration
 	seen        [numSteps]bool
+	count       [numSteps]int
 }
 
 // reset starts a new transfer's timeline.
@@ -39,7 +40,7 @@ func (t *timeline) reset() {
 	}
 	t.mu.Lock()
 	t.start = time.Now()
-	t.first, t.last, t.seen = [numSteps]time.Duration{}, [numSteps]time.Duration{}, [numSteps]bool{}
+	t.first, t.last, t.seen, t.count = [numSteps]time.Duration{}, [numSteps]time.Duration{}, [numSteps]bool{}, [numSteps]int{}
 	t.mu.Unlock()
 }
 
@@ -57,7 +58,15 @@ func (t *timeline) mark(s step) {
 		t.last[s] = d
 	}
 	t.seen[s] = true
+	t.count[s]++
 	t.mu.Unlock()
+}
+
+// lanes returns the number of lanes the last transfer ran on.
+func (t *timeline) lanes() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.count[stepLane]
 }
 
 // snapshot returns the first and last times of each step.
