@@ -24,12 +24,13 @@ type Copier struct {
 	h2d, d2h []stream
 	rr       [2]atomic.Uint32 // round robin over each direction's streams
 
-	win    *window
-	crew   *crew
-	events events
-	quick  quickStreams
-	regs   registry
-	stats  counters
+	win     *window
+	crew    *crew
+	issuing issueLock // the staged lanes' driver calls
+	events  events
+	quick   quickStreams
+	regs    registry
+	stats   counters
 
 	mu       sync.RWMutex // closed, and Add on inflight
 	closed   bool

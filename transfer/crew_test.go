@@ -63,3 +63,25 @@ func TestCrewStaleOffer(t *testing.T) {
 		t.Fatal("offer blocked on a full queue")
 	}
 }
+
+// TestLaneVariants round-trips with the lanes' alternative ways of calling
+// the driver (concurrent issue, polled waits), which the benchmarks
+// compare with the defaults.
+func TestLaneVariants(t *testing.T) {
+	for _, opt := range []Options{{concurrentIssue: true}, {pollWait: true}} {
+		opt.ChunkSize, opt.WindowBytes, opt.Workers, opt.DirectBelow = testChunk, 8*testChunk, 4, -1
+		e := newEnv(t, opt)
+		e.d.latency.Store(int64(50 * time.Microsecond))
+		const n = 30*testChunk + 7
+		src := randomBytes(n, 9)
+		dev := e.d.alloc(n)
+		if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+			t.Fatal(err)
+		}
+		back := make([]byte, n)
+		if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
+			t.Fatal(err)
+		}
+		sameBytes(t, "round trip", back, src)
+	}
+}

@@ -38,6 +38,8 @@ type stagedVariant struct {
 var stagedVariants = []stagedVariant{
 	{"default", Options{}, 0},
 	{"spin=off", Options{LaneSpin: -1}, 0},
+	{"issue=concurrent", Options{concurrentIssue: true}, 0},
+	{"wait=poll", Options{pollWait: true}, 0},
 	{"spin=1ms", Options{LaneSpin: time.Millisecond}, 16 << 20},
 	{"workers=16", Options{Workers: 16}, 0},
 	{"workers=4", Options{Workers: 4}, 16 << 20},
@@ -48,6 +50,8 @@ var stagedVariants = []stagedVariant{
 var timelineVariants = []stagedVariant{
 	{"default", Options{}, 0},
 	{"spin=off", Options{LaneSpin: -1}, 0},
+	{"issue=concurrent", Options{concurrentIssue: true}, 0},
+	{"wait=poll", Options{pollWait: true}, 0},
 	{"workers=1", Options{Workers: 1}, 0},
 	{"workers=4", Options{Workers: 4}, 0},
 }

@@ -75,6 +75,15 @@ type Options struct {
 	// buffer in the cache; for benchmarks that compare the two.
 	streamStaging bool
 
+	// concurrentIssue lets the staged lanes call the driver at the same
+	// time (no issueLock); for benchmarks that compare the two.
+	concurrentIssue bool
+
+	// pollWait makes the staged lanes wait for their chunks by polling the
+	// events (cuEventQuery, yielding in between) instead of
+	// cuEventSynchronize; for benchmarks that compare the two.
+	pollWait bool
+
 	// timeline, when set, records the steps of each staged transfer; for
 	// BenchmarkStagedTimeline (one transfer at a time).
 	timeline *timeline

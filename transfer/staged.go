@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -182,7 +183,13 @@ func (r *stagedRun) lane() {
 			copyBytes(b, o.host[off:off+m], c.opt.cacheStaging())
 			r.tl.mark(stepCopied)
 		}
+		if !c.opt.concurrentIssue {
+			c.issuing.lock()
+		}
 		ev, err := c.issue(c.stream(o.dir), o, PathStaged, off, b)
+		if !c.opt.concurrentIssue {
+			c.issuing.unlock()
+		}
 		if err != nil {
 			r.fail(err)   // before the slot is free for the other lanes
 			buf.Release() // issue waited for the stream where it had to
@@ -247,7 +254,7 @@ func (r *stagedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 func (r *stagedRun) complete(f inFlight) {
 	c, o := r.c, r.o
 	defer c.win.release()
-	if err := f.ev.synchronize(); err != nil {
+	if err := c.await(f.ev); err != nil {
 		err = copyErr(o.dir, PathStaged, f.off, f.n, err)
 		f.buf.ReleaseAfter(failedFence{err})
 		c.events.drop(f.ev)
@@ -261,4 +268,19 @@ func (r *stagedRun) complete(f inFlight) {
 	f.buf.Release()
 	c.events.put(f.ev)
 	r.tl.mark(stepDone)
+}
+
+// await waits for a staged chunk's event: by cuEventSynchronize, or, with
+// pollWait, by asking the event and yielding between the questions.
+func (c *Copier) await(ev event) error {
+	if !c.opt.pollWait {
+		return ev.synchronize()
+	}
+	for {
+		done, err := ev.Done()
+		if done || err != nil {
+			return err
+		}
+		runtime.Gosched()
+	}
 }
