@@ -14,7 +14,7 @@ import (
 // lane of a 3 MB transfer started 71 µs after the first), a third of the
 // whole transfer, while a spinning lane starts within a microsecond.
 type crew struct {
-	jobs chan *stagedRun
+	jobs chan job
 	spin time.Duration
 	quit chan struct{}
 	wg   sync.WaitGroup
@@ -23,7 +23,7 @@ type crew struct {
 // newCrew starts n lane goroutines that spin for spin (none when it is not
 // positive) before they sleep.
 func newCrew(n int, spin time.Duration) *crew {
-	w := &crew{jobs: make(chan *stagedRun, max(n, 1)), spin: spin, quit: make(chan struct{})}
+	w := &crew{jobs: make(chan job, max(n, 1)), spin: spin, quit: make(chan struct{})}
 	for range n {
 		w.wg.Go(w.work)
 	}
@@ -43,7 +43,7 @@ func (w *crew) work() {
 
 // next returns the next transfer offered to the crew, polling for it for
 // w.spin before it waits; ok is false once the crew is stopped.
-func (w *crew) next() (r *stagedRun, ok bool) {
+func (w *crew) next() (j job, ok bool) {
 	if w.spin > 0 {
 		deadline := time.Now().Add(w.spin)
 		for {
@@ -68,11 +68,15 @@ func (w *crew) next() (r *stagedRun, ok bool) {
 	}
 }
 
+// job is a transfer offered to the crew: join runs a lane of it, or
+// nothing when the transfer's caller has finished its own lane.
+type job interface{ join() }
+
 // offer asks for up to n lanes for r without waiting: it returns once the
 // offers are queued or the queue is full (the lanes busy with other
 // transfers); lanes that take an offer after r's caller has finished its
-// own lane drop it (stagedRun.join).
-func (w *crew) offer(r *stagedRun, n int) {
+// own lane drop it.
+func (w *crew) offer(r job, n int) {
 	for range n {
 		select {
 		case w.jobs <- r:

@@ -65,10 +65,10 @@ func TestCrewStaleOffer(t *testing.T) {
 }
 
 // TestLaneVariants round-trips with the lanes' alternative ways of calling
-// the driver (concurrent issue, polled waits), which the benchmarks
-// compare with the defaults.
+// the driver (concurrent issue) and without the cooperative path, which
+// the benchmarks compare with the defaults.
 func TestLaneVariants(t *testing.T) {
-	for _, opt := range []Options{{concurrentIssue: true}, {pollWait: true}} {
+	for _, opt := range []Options{{concurrentIssue: true}, {concurrentIssue: true, coopMax: -1}, {coopMax: -1}} {
 		opt.ChunkSize, opt.WindowBytes, opt.Workers, opt.DirectBelow = testChunk, 8*testChunk, 4, -1
 		e := newEnv(t, opt)
 		e.d.latency.Store(int64(50 * time.Microsecond))

@@ -37,10 +37,11 @@ type stagedVariant struct {
 // (BenchmarkStagedTimeline): hence LaneSpin.
 var stagedVariants = []stagedVariant{
 	{"default", Options{}, 0},
+	{"coop=off", Options{coopMax: -1}, 0},
+	{"piece=512KiB", Options{coopPiece: 512 << 10}, 16 << 20},
+	{"piece=2MiB", Options{coopPiece: 2 << 20}, 16 << 20},
 	{"spin=off", Options{LaneSpin: -1}, 0},
 	{"issue=concurrent", Options{concurrentIssue: true}, 0},
-	{"wait=poll", Options{pollWait: true}, 0},
-	{"spin=1ms", Options{LaneSpin: time.Millisecond}, 16 << 20},
 	{"workers=16", Options{Workers: 16}, 0},
 	{"workers=4", Options{Workers: 4}, 16 << 20},
 	{"workers=12/window=48MiB", Options{Workers: 12, WindowBytes: 48 << 20}, 0},
@@ -49,9 +50,8 @@ var stagedVariants = []stagedVariant{
 // timelineVariants are the options BenchmarkStagedTimeline looks inside.
 var timelineVariants = []stagedVariant{
 	{"default", Options{}, 0},
+	{"coop=off", Options{coopMax: -1}, 0},
 	{"spin=off", Options{LaneSpin: -1}, 0},
-	{"issue=concurrent", Options{concurrentIssue: true}, 0},
-	{"wait=poll", Options{pollWait: true}, 0},
 	{"workers=1", Options{Workers: 1}, 0},
 	{"workers=4", Options{Workers: 4}, 0},
 }

@@ -79,10 +79,10 @@ type Options struct {
 	// time (no issueLock); for benchmarks that compare the two.
 	concurrentIssue bool
 
-	// pollWait makes the staged lanes wait for their chunks by polling the
-	// events (cuEventQuery, yielding in between) instead of
-	// cuEventSynchronize; for benchmarks that compare the two.
-	pollWait bool
+	// coopMax, when non-zero, replaces coopMax (negative: never stage
+	// cooperatively), and coopPiece, when positive, replaces coopPiece;
+	// for benchmarks.
+	coopMax, coopPiece int
 
 	// timeline, when set, records the steps of each staged transfer; for
 	// BenchmarkStagedTimeline (one transfer at a time).

@@ -312,7 +312,7 @@ func TestStagingBudgetBelowWindow(t *testing.T) {
 // timeline's steps happened in order.
 func TestTimeline(t *testing.T) {
 	tl := &timeline{}
-	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Workers: 4, DirectBelow: -1, timeline: tl})
+	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Workers: 4, DirectBelow: -1, timeline: tl, coopMax: -1})
 	e.d.latency.Store(int64(20 * time.Microsecond))
 	for _, n := range []int{1, testChunk + 3, 40*testChunk + 5} {
 		src := randomBytes(n, uint64(n))

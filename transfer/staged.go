@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -122,6 +121,9 @@ func (r *stagedRun) claim() (off, n int, ok bool) {
 func (c *Copier) staged(ctx context.Context, o op) error {
 	n := len(o.host)
 	k := max(c.opt.Workers, 1)
+	if ok, err := c.coop(ctx, o, k); ok {
+		return err
+	}
 	unit := unitFor(n, c.opt.ChunkSize, k)
 	r := &stagedRun{c: c, ctx: ctx, o: o, unit: unit, chunks: int64((n + unit - 1) / unit)}
 	k = min(k, int(r.chunks))
@@ -270,17 +272,8 @@ func (r *stagedRun) complete(f inFlight) {
 	r.tl.mark(stepDone)
 }
 
-// await waits for a staged chunk's event: by cuEventSynchronize, or, with
-// pollWait, by asking the event and yielding between the questions.
-func (c *Copier) await(ev event) error {
-	if !c.opt.pollWait {
-		return ev.synchronize()
-	}
-	for {
-		done, err := ev.Done()
-		if done || err != nil {
-			return err
-		}
-		runtime.Gosched()
-	}
-}
+// await waits for a staged chunk's event. (Polling the event with
+// cuEventQuery and yielding in between instead was measured on the H200 VM
+// on 2026-11-30 and did no better: 3 MB device to host 13.2 against
+// 14.0–14.4 GB/s.)
+func (c *Copier) await(ev event) error { return ev.synchronize() }
