@@ -23,6 +23,28 @@ func TestCopyBytes(t *testing.T) {
 	}
 }
 
+// TestStreamBytes checks the non-temporal copy at every alignment of the
+// destination and lengths around its 16-byte head and 64-byte body.
+func TestStreamBytes(t *testing.T) {
+	buf := make([]byte, 4096+64)
+	for align := range 17 {
+		for _, n := range []int{0, 1, 15, 16, 63, 64, 65, 79, 80, 127, 128, 129, 1000, 4096} {
+			src := randomBytes(n, uint64(n*31+align))
+			for i := range buf {
+				buf[i] = 0xA5
+			}
+			dst := buf[align : align+n]
+			streamBytes(dst, src)
+			sameBytes(t, fmt.Sprintf("align %d, %d bytes", align, n), dst, src)
+			for i, c := range buf {
+				if (i < align || i >= align+n) && c != 0xA5 {
+					t.Fatalf("align %d, %d bytes: wrote byte %d outside", align, n, i)
+				}
+			}
+		}
+	}
+}
+
 // TestLargeDefaultChunk stages a large odd size with the default chunk and
 // window, both ways.
 func TestLargeDefaultChunk(t *testing.T) {

@@ -43,13 +43,15 @@ func BenchmarkStagingDMA(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer end.Destroy()
-	touch := func(k int, d Direction, region []byte) {
+	touch := func(k int, d Direction, region []byte, nt bool) {
 		var wg sync.WaitGroup
 		slice := (len(region) + k - 1) / k
 		for j := range k {
 			lo, hi := min(j*slice, len(region)), min((j+1)*slice, len(region))
 			wg.Go(func() {
-				if d == HostToDevice {
+				if d == HostToDevice && nt {
+					streamBytes(region[lo:hi], host[lo:hi])
+				} else if d == HostToDevice {
 					copyBytes(region[lo:hi], host[lo:hi], true)
 				} else {
 					copyBytes(host[lo:hi], region[lo:hi], false)
@@ -63,7 +65,11 @@ func BenchmarkStagingDMA(b *testing.B) {
 			for _, state := range []struct {
 				name  string
 				lanes int
-			}{{"cold", 0}, {"touched-by-1", 1}, {"touched-by-8", 8}} {
+				nt    bool
+			}{{"cold", 0, false}, {"touched-by-1", 1, false}, {"touched-by-8", 8, false}, {"written-by-8-nt", 8, true}} {
+				if state.nt && (d == DeviceToHost || !hasStreamingStores) {
+					continue
+				}
 				b.Run(fmt.Sprintf("size=%s/%s/%v", sizeLabel(n), state.name, d), func(b *testing.B) {
 					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 					var dma time.Duration
@@ -73,7 +79,7 @@ func BenchmarkStagingDMA(b *testing.B) {
 						off = (off + 16<<20) % arena
 						region := mem[off : off+n]
 						if state.lanes > 0 {
-							touch(state.lanes, d, region)
+							touch(state.lanes, d, region, state.nt)
 						}
 						if err := start.Record(g.s); err != nil {
 							b.Fatal(err)
