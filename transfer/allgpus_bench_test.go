@@ -154,10 +154,15 @@ func BenchmarkAllGPUs(b *testing.B) {
 	a := openAllGPUs(b, size)
 	ctx := context.Background()
 	nd := len(a.gs)
-	for _, w := range []int{8, 16} {
+	for _, cf := range []struct {
+		w      int
+		stores stagingStores
+		name   string
+	}{{8, storesAuto, ""}, {8, storesStreaming, "/stores=nt"}, {16, storesAuto, ""}} {
+		w := cf.w
 		cs := make([]*Copier, nd)
 		for i, g := range a.gs {
-			cs[i] = g.copier(b, Options{Workers: w, DirectBelow: -1, Prewarm: true})
+			cs[i] = g.copier(b, Options{Workers: w, DirectBelow: -1, Prewarm: true, stores: cf.stores})
 		}
 		k := min(w*nd, runtime.NumCPU())
 		rings := make([][]byte, k)
@@ -177,7 +182,7 @@ func BenchmarkAllGPUs(b *testing.B) {
 				}
 				return cs[i].FromDeviceBuffer(ctx, a.pinned[i], a.dev[i].Ptr())
 			}
-			b.Run(fmt.Sprintf("size=%s/workers=%d/devices=%d/%v", sizeName(size), w, nd, d), func(b *testing.B) {
+			b.Run(fmt.Sprintf("size=%s/workers=%d%s/devices=%d/%v", sizeName(size), w, cf.name, nd, d), func(b *testing.B) {
 				defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 				var alone, all, pin, ceil, nodma time.Duration
 				b.SetBytes(int64(size * nd))

@@ -233,7 +233,7 @@ func (r *coopRun) lane() {
 		}
 		b := r.bufs[p].Bytes()[lo-p*r.piece : hi-p*r.piece]
 		if o.dir == HostToDevice {
-			c.opt.writeStaging(b, o.host[lo:hi])
+			c.opt.writeStaging(b, o.host[lo:hi], true)
 			r.tl.mark(stepCopied)
 			if r.left[p].Add(-1) == 0 {
 				c.issuing.lock()

@@ -38,8 +38,8 @@ type stagedVariant struct {
 var stagedVariants = []stagedVariant{
 	{"default", Options{}, 0},
 	{"coop=off", Options{coopMax: -1}, 0},
+	{"stores=nt", Options{stores: storesStreaming}, 0},
 	{"stores=cached", Options{stores: storesCached}, 0},
-	{"stores=cached/coop=off", Options{stores: storesCached, coopMax: -1}, 0},
 	{"piece=512KiB", Options{coopPiece: 512 << 10}, 16 << 20},
 	{"piece=2MiB", Options{coopPiece: 2 << 20}, 16 << 20},
 	{"spin=off", Options{LaneSpin: -1}, 0},

@@ -89,31 +89,42 @@ type Options struct {
 	timeline *timeline
 }
 
-// stagingStores is a way of writing a staging buffer.
+// stagingStores is a way of writing staging buffers.
 type stagingStores int
 
 const (
-	// storesStreaming writes with non-temporal stores (streamBytes), so
-	// the DMA engine reads the buffer from memory: on the H200 VM it read
-	// a 3 MB buffer just written by 8 goroutines with ordinary stores at
-	// 17.7 GB/s, and one untouched since long at 49.1 (BenchmarkStagingDMA).
-	storesStreaming stagingStores = iota
-	// storesCached keeps the buffer in the CPU caches (copyBytes cached).
+	// storesAuto, the default, writes the pieces of small (cooperative)
+	// transfers with non-temporal stores and the chunks of large ones with
+	// cached stores. On the H200 VM the DMA engine read a 3 MB buffer just
+	// written by 8 goroutines with ordinary stores at 14.7–17.7 GB/s, and
+	// at 48.3 when they wrote it with non-temporal stores (50.5 untouched;
+	// BenchmarkStagingDMA): a small transfer's pieces are read by the DMA
+	// right after the lanes wrote them, from their private caches. A large
+	// transfer's chunks cycle through a 32 MiB window that stays in the
+	// last-level cache, where non-temporal stores would add two passes over
+	// memory per byte: with them, two GPUs at once staged 56.6 GB/s host to
+	// device against 83–85 with cached stores (BenchmarkAllGPUs), though
+	// one GPU alone did a little better (64 MiB: 43.2 against 41.3).
+	storesAuto stagingStores = iota
+	// storesStreaming writes every staging buffer with non-temporal stores.
+	storesStreaming
+	// storesCached writes every staging buffer with cached stores.
 	storesCached
 	// storesMemmove is the runtime's copy: cached below 1 MiB a call,
 	// non-temporal from there.
 	storesMemmove
 )
 
-// writeStaging copies src into the staging buffer dst.
-func (o Options) writeStaging(dst, src []byte) {
-	switch o.stores {
-	case storesCached:
-		copyBytes(dst, src, true)
-	case storesMemmove:
+// writeStaging copies src into the staging buffer dst; small tells a
+// cooperative transfer's piece from a chunk.
+func (o Options) writeStaging(dst, src []byte, small bool) {
+	switch {
+	case o.stores == storesMemmove:
 		copy(dst, src)
-	default:
+	case o.stores == storesStreaming, o.stores == storesAuto && small:
 		streamBytes(dst, src)
+	default:
+		copyBytes(dst, src, true)
 	}
 }
 

@@ -182,7 +182,7 @@ func (r *stagedRun) lane() {
 		r.tl.mark(stepStaged)
 		b := buf.Bytes()[:m]
 		if o.dir == HostToDevice {
-			c.opt.writeStaging(b, o.host[off:off+m])
+			c.opt.writeStaging(b, o.host[off:off+m], false)
 			r.tl.mark(stepCopied)
 		}
 		if !c.opt.concurrentIssue {
