@@ -210,7 +210,7 @@ func TestOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.Streams != 2 || o.ChunkSize != 2<<20 || o.WindowBytes != 32<<20 || o.Workers < 1 || o.Workers > 8 ||
-		o.DirectBelow != 2<<20 || o.RegisterChunk != 64<<30 || o.slots() != 16 {
+		o.DirectBelow != 1<<20 || o.RegisterChunk != 64<<30 || o.slots() != 16 || o.LaneSpin != DefaultLaneSpin {
 		t.Fatalf("defaults %+v", o)
 	}
 	for _, bad := range []Options{{Streams: 1}, {Streams: -2}, {ChunkSize: -1}, {ChunkSize: 1 << 20, WindowBytes: 1 << 19}, {Workers: -1}, {RegisterChunk: -1}} {

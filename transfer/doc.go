@@ -43,7 +43,7 @@
 //     42.6–44.7 and 48.5–49.1 GB/s there at 256 MiB (BenchmarkStagedTuning,
 //     three runs) and 35 and 42 GB/s at 64 MiB, the CPU copy being the
 //     limit (one core copies about 6 GB/s in that VM).
-//   - Direct (PathDirect): pageable memory below Options.DirectBelow (2 MiB)
+//   - Direct (PathDirect): pageable memory below Options.DirectBelow (1 MiB)
 //     goes through the driver's synchronous copy, which does its own staging:
 //     for small sizes the fixed cost dominates every path, so staging gains
 //     nothing. BenchmarkCrossover measures the crossover.

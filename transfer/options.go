@@ -153,13 +153,15 @@ const (
 	// enough that an idle copier stops spinning within a fraction of a
 	// millisecond.
 	DefaultLaneSpin = 200 * time.Microsecond
-	// DefaultDirectBelow is 2 MiB. On the H200 host (2026-11-30) staging
-	// overtook the driver's direct copy at about 1 MiB both ways with cold
-	// data in one run of pinpool bench, at 0.5 MiB host to device and 2.6
-	// MiB device to host in another, and at 4 MiB and 1 MiB with the data
-	// in cache (BenchmarkCrossover); below 512 KiB staging was never more
-	// than level with the direct copy.
-	DefaultDirectBelow = 2 << 20
+	// DefaultDirectBelow is 1 MiB. On the 2-GPU H200 host (2026-11-30,
+	// BenchmarkStagedVsPageable, the driver's copy timed in the same
+	// iterations) the staged path with its cooperative pieces was faster
+	// than the driver's own copy from 1 MiB on in both directions in the two
+	// runs of the final engine: 1.18–1.19× host to device and 1.08–1.12×
+	// device to host at 1 MiB, 1.31–1.49× at 2 MiB; below 512 KiB staging
+	// was never more than level with the direct copy (BenchmarkCrossover,
+	// earlier engine).
+	DefaultDirectBelow = 1 << 20
 	// DefaultRegisterChunk is cuda.DefaultRegisterChunk (64 GiB), as for
 	// cudahost.
 	DefaultRegisterChunk = cuda.DefaultRegisterChunk

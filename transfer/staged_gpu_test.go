@@ -1,7 +1,7 @@
 package transfer
 
 // GPU tests of the transfer engine with the default options (2 MiB chunks,
-// a 32 MiB window, up to 8 lanes, DirectBelow 2 MiB): byte-exact checks of
+// a 32 MiB window, up to 8 lanes, DirectBelow 1 MiB): byte-exact checks of
 // every size boundary of the pool and of the engine in both directions, the
 // path choice, concurrent transfers, cancellation and Close racing
 // transfers. Like the other GPU tests they skip without a CUDA driver or
@@ -167,7 +167,7 @@ func TestGPUStagedSizes(t *testing.T) {
 }
 
 // TestGPUStagedPaths checks the path promise of the default options for
-// pageable memory: with Options{} a copy below DirectBelow (2 MiB) takes
+// pageable memory: with Options{} a copy below DirectBelow (1 MiB) takes
 // the driver's direct copy and one from 2 MiB the staged path, with
 // Options{DirectBelow: -1} every copy is staged; PathOf says so beforehand,
 // Stats counts each copy (and its bytes) under that path and Last names it,
