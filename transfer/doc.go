@@ -25,24 +25,30 @@
 //     7 µs for a 4 KiB copy and its wait. Keep data that moves often in pool
 //     buffers.
 //   - Staged (PathStaged): ordinary (pageable) memory of at least
-//     Options.DirectBelow bytes is cut into chunks of Options.ChunkSize
-//     (2 MiB), claimed in order by Options.Workers lanes (up to 8
-//     goroutines, the caller among them). A lane owns each chunk it claims
-//     from start to end, the same way in both directions: it takes a pinned
-//     staging buffer from the pool, within a window of Options.WindowBytes
-//     (32 MiB) for the whole copier so that little memory is locked at once,
-//     copies the chunk into it (host to device), queues one asynchronous
-//     copy and an event on the direction's stream, and goes on to its next
-//     chunk; with a few chunks in flight it completes its oldest: waits for
-//     the event, copies the chunk out (device to host) and gives the buffer
-//     back to the pool. No lane waits for
-//     another, CPU copies overlap each other and the DMA, and the small
-//     window keeps the staging memory in the last-level cache. The driver's
-//     own copy of pageable memory reaches only 6–9 GB/s host to device and
-//     13–17 GB/s device to host on the reference host; staging moved
-//     42.6–44.7 and 48.5–49.1 GB/s there at 256 MiB (BenchmarkStagedTuning,
-//     three runs) and 35 and 42 GB/s at 64 MiB, the CPU copy being the
-//     limit (one core copies about 6 GB/s in that VM).
+//     Options.DirectBelow bytes goes through pinned staging buffers from
+//     the pool, within a window of Options.WindowBytes (32 MiB) for the
+//     whole copier, so that little memory is locked at once. Up to
+//     Options.Workers lanes work on a transfer: the calling goroutine and
+//     standing lanes of the copier, which keep looking for work for
+//     Options.LaneSpin after a transfer (a sleeping thread took about 70 µs
+//     to wake on the lent VMs). A large transfer is cut into chunks of
+//     Options.ChunkSize (2 MiB) and a lane owns each chunk it claims from
+//     start to end, the same way in both directions: it copies the chunk
+//     into a staging buffer (host to device), queues one asynchronous copy
+//     and an event, goes on to its next chunk, and with a few in flight
+//     completes its oldest: waits for the event, copies the chunk out
+//     (device to host) and gives the buffer back. A small transfer (up to
+//     16 MiB, in 1 MiB pieces) is staged cooperatively instead: every lane
+//     copies a slice of every piece, with non-temporal stores, and the
+//     driver is called by one goroutine at a time, since per-chunk driver
+//     calls from many threads and DMA from memory still in the CPU caches
+//     cost small transfers most of their time. On the 2-GPU H200 host
+//     (2026-11-30, BenchmarkStagedVsPageable, the driver's pageable copy
+//     timed in the same iterations) staging moved a 3 MB frame at 22.3 GB/s
+//     host to device (25.2 in a stream of transfers) against 13.7 for the
+//     driver, and 13.6 device to host against 9.6; 64 MiB at 38.0 and 36.6
+//     GB/s; 256 MiB at 45.9 and 45.5 (pinned: 55). Two GPUs at once staged
+//     86.4 GB/s host to device, 2.04 times one alone (BenchmarkAllGPUs).
 //   - Direct (PathDirect): pageable memory below Options.DirectBelow (1 MiB)
 //     goes through the driver's synchronous copy, which does its own staging:
 //     for small sizes the fixed cost dominates every path, so staging gains
