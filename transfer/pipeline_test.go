@@ -342,3 +342,32 @@ func TestTimeline(t *testing.T) {
 		sameBytes(t, "round trip", back, src)
 	}
 }
+
+// TestCancelWhileWaitingForStaging cancels a transfer that waits for a
+// staging buffer held elsewhere: the error wraps the context's error and
+// not pinpool.ErrBudget, which would tell the caller the pool is too small.
+func TestCancelWhileWaitingForStaging(t *testing.T) {
+	d := newFakeDevice()
+	pool, err := pinpool.New(pinpool.Options{Backend: &fakeBackend{d: d}, MinAvailable: -1, Budget: testChunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	c, err := newCopier(pool, d, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Workers: 2, DirectBelow: -1, coopMax: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	held, err := pool.Get(context.Background(), testChunk) // the whole budget
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	const n = 4 * testChunk
+	err = c.ToDevice(ctx, d.alloc(n), randomBytes(n, 1))
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, pinpool.ErrBudget) {
+		t.Fatalf("got %v: want the deadline, not ErrBudget", err)
+	}
+}

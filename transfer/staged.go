@@ -238,7 +238,10 @@ func (r *stagedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 	if err != nil {
 		// Stop the others before the slot is free for them.
 		if e := r.ctx.Err(); e != nil {
-			r.fail(cancelErr(r.o, int(r.issued.Load()), errors.Join(e, err)))
+			// Only the context's error is wrapped: a cancelled wait is not
+			// a budget failure (the pool's error, which wraps ErrBudget,
+			// is kept as text).
+			r.fail(cancelErr(r.o, int(r.issued.Load()), fmt.Errorf("%w (waiting for a staging buffer: %v)", e, err)))
 		} else {
 			r.fail(fmt.Errorf("%w: %d bytes for the %s chunk at offset %d: %w", ErrStaging, c.opt.ChunkSize, r.o.dir, off, err))
 		}
