@@ -255,3 +255,21 @@ func TestClose(t *testing.T) {
 	}
 	_ = e.c.Stats()
 }
+
+// TestNilContext checks that a nil context means no cancellation, as it
+// does for pinpool.Pool.Get, on every path, sync and async.
+func TestNilContext(t *testing.T) {
+	e := newEnv(t, Options{ChunkSize: testChunk, DirectBelow: 4096})
+	for _, n := range []int{100, 3 * testChunk, 40 * testChunk} { // direct, cooperative, chunked
+		src := randomBytes(n, uint64(n))
+		dev := e.d.alloc(n)
+		if err := e.c.ToDevice(nil, dev, src); err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		back := make([]byte, n)
+		if err := e.c.FromDeviceAsync(nil, back, dev).Wait(); err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		sameBytes(t, "round trip", back, src)
+	}
+}

@@ -109,6 +109,9 @@ func (c *Copier) execute(ctx context.Context, o op, pinned bool) error {
 	if n == 0 {
 		return nil
 	}
+	if ctx == nil { // as pinpool.Pool.Get: no deadline, no cancellation
+		ctx = context.Background()
+	}
 	if err := ctx.Err(); err != nil {
 		c.stats.canceled.Add(1)
 		return fmt.Errorf("transfer: %s of %d bytes not started: %w", o.dir, n, err)
