@@ -24,7 +24,7 @@ type op struct {
 // through the driver's synchronous copy; larger pageable memory is staged.
 // When ctx ends during a staged copy, no further chunk is issued, the chunks
 // in flight are waited for, and the error wraps ctx.Err(); part of dst may
-// then have been written.
+// then have been written. A nil ctx never ends.
 func (c *Copier) ToDevice(ctx context.Context, dst cuda.DevicePtr, src []byte) error {
 	return c.run(ctx, op{HostToDevice, dst, src}, false)
 }
