@@ -35,11 +35,15 @@
 // it into staging, and the DMA reads it from there. The cores are the
 // staged path's cost: one lane copies about 6 GB/s on the H200 host, so a
 // copier needs about eight to keep up with one PCIe Gen5 link (55 GB/s
-// pinned). On the lent 2-GPU host, staging to both GPUs at once moved
-// 38.9–45.6 GB/s in all, the host's memory copy ceiling (40–51 GB/s from 8
-// to 32 goroutines), while pinned copies moved 96–97 GB/s: with many GPUs
-// the host's memory bandwidth and cores are the limit, not the links. Keep
-// data that moves often in the shared pool.
+// pinned). On the lent 2-GPU host (2026-11-30, transfer's
+// BenchmarkAllGPUs), staging to both GPUs at once moved 83–86 GB/s host to
+// device, twice one GPU alone, because the lanes' writes and the DMA's
+// reads of a 32 MiB window stay in the last-level cache; device to host
+// moved 63–74 GB/s, 1.5 times one GPU, at the host's own ceiling for the
+// copy out (56–68 GB/s for the same copies with no GPU involved), while
+// pinned copies moved 104–110 GB/s: with many GPUs the host's memory
+// bandwidth and cores are the limit, not the links. Keep data that moves
+// often in the shared pool.
 //
 // # Eight GPUs
 //
