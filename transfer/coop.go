@@ -249,6 +249,9 @@ func (r *coopRun) lane() {
 			return
 		}
 		copyBytes(o.host[lo:hi], b, false)
+		if !c.opt.noEvict {
+			evictBytes(b) // the next DMA into it need not chase these lines
+		}
 		r.tl.mark(stepDone)
 	}
 }

@@ -77,3 +77,15 @@ func TestLargeDefaultChunk(t *testing.T) {
 		t.Fatalf("largest chunk %d", m)
 	}
 }
+
+// TestEvictBytes checks that evicting a slice's lines from the caches
+// leaves its bytes, and those around it in the same lines, as they were.
+func TestEvictBytes(t *testing.T) {
+	buf := randomBytes(8192, 77)
+	want := append([]byte(nil), buf...)
+	for _, r := range [][2]int{{0, 0}, {0, 1}, {1, 63}, {5, 4000}, {64, 128}, {100, 8192}} {
+		evictBytes(buf[r[0]:r[1]])
+		sameBytes(t, fmt.Sprintf("after evicting [%d, %d)", r[0], r[1]), buf, want)
+	}
+	t.Logf("CLFLUSHOPT available: %v", evictAvailable())
+}

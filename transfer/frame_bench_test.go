@@ -38,6 +38,7 @@ type stagedVariant struct {
 var stagedVariants = []stagedVariant{
 	{"default", Options{}, 0},
 	{"coop=off", Options{coopMax: -1}, 0},
+	{"evict=off", Options{noEvict: true}, 0},
 	{"stores=nt", Options{stores: storesStreaming}, 0},
 	{"stores=cached", Options{stores: storesCached}, 0},
 	{"piece=512KiB", Options{coopPiece: 512 << 10}, 16 << 20},

@@ -28,3 +28,31 @@ loop:
 done:
 	SFENCE
 	RET
+
+// func flushLines(p, n uintptr)
+//
+// Evicts the n bytes at p (whole 64-byte lines, p 64-byte aligned) from
+// every CPU cache with CLFLUSHOPT, then fences.
+TEXT ·flushLines(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), DI
+	MOVQ n+8(FP), CX
+	SHRQ $6, CX
+	JZ   fdone
+
+floop:
+	CLFLUSHOPT (DI)
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  floop
+
+fdone:
+	SFENCE
+	RET
+
+// func cpuid7EBX() uint32
+TEXT ·cpuid7EBX(SB), NOSPLIT, $0-4
+	MOVL $7, AX
+	MOVL $0, CX
+	CPUID
+	MOVL BX, ret+0(FP)
+	RET

@@ -268,7 +268,11 @@ func (r *stagedRun) complete(f inFlight) {
 	}
 	r.tl.mark(stepSynced)
 	if o.dir == DeviceToHost {
-		copyBytes(o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n], false)
+		b := f.buf.Bytes()[:f.n]
+		copyBytes(o.host[f.off:f.off+f.n], b, false)
+		if !c.opt.noEvict {
+			evictBytes(b) // the next DMA into it need not chase these lines
+		}
 	}
 	f.buf.Release()
 	c.events.put(f.ev)

@@ -43,7 +43,7 @@ func BenchmarkStagingDMA(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer end.Destroy()
-	touch := func(k int, d Direction, region []byte, nt bool) {
+	touch := func(k int, d Direction, region []byte, nt, evict bool) {
 		var wg sync.WaitGroup
 		slice := (len(region) + k - 1) / k
 		for j := range k {
@@ -56,6 +56,9 @@ func BenchmarkStagingDMA(b *testing.B) {
 				} else {
 					copyBytes(host[lo:hi], region[lo:hi], false)
 				}
+				if evict {
+					evictBytes(region[lo:hi])
+				}
 			})
 		}
 		wg.Wait()
@@ -66,8 +69,9 @@ func BenchmarkStagingDMA(b *testing.B) {
 				name  string
 				lanes int
 				nt    bool
-			}{{"cold", 0, false}, {"touched-by-1", 1, false}, {"touched-by-8", 8, false}, {"written-by-8-nt", 8, true}} {
-				if state.nt && (d == DeviceToHost || !hasStreamingStores) {
+				evict bool
+			}{{"cold", 0, false, false}, {"touched-by-1", 1, false, false}, {"touched-by-8", 8, false, false}, {"written-by-8-nt", 8, true, false}, {"touched-by-8-evicted", 8, false, true}} {
+				if state.nt && (d == DeviceToHost || !hasStreamingStores) || state.evict && !evictAvailable() {
 					continue
 				}
 				b.Run(fmt.Sprintf("size=%s/%s/%v", sizeLabel(n), state.name, d), func(b *testing.B) {
@@ -79,7 +83,7 @@ func BenchmarkStagingDMA(b *testing.B) {
 						off = (off + 16<<20) % arena
 						region := mem[off : off+n]
 						if state.lanes > 0 {
-							touch(state.lanes, d, region, state.nt)
+							touch(state.lanes, d, region, state.nt, state.evict)
 						}
 						if err := start.Record(g.s); err != nil {
 							b.Fatal(err)
