@@ -79,8 +79,9 @@ type Options struct {
 	// time (no issueLock); for benchmarks that compare the two.
 	concurrentIssue bool
 
-	// noEvict keeps device-to-host staging buffers in the CPU caches after
-	// their bytes are copied out (evictBytes is skipped); for benchmarks.
+	// noEvict keeps the pieces of small device-to-host transfers in the CPU
+	// caches after their bytes are copied out (evictBytes is skipped); for
+	// benchmarks.
 	noEvict bool
 
 	// coopMax, when non-zero, replaces coopMax (negative: never stage

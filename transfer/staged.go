@@ -268,11 +268,10 @@ func (r *stagedRun) complete(f inFlight) {
 	}
 	r.tl.mark(stepSynced)
 	if o.dir == DeviceToHost {
-		b := f.buf.Bytes()[:f.n]
-		copyBytes(o.host[f.off:f.off+f.n], b, false)
-		if !c.opt.noEvict {
-			evictBytes(b) // the next DMA into it need not chase these lines
-		}
+		// (Evicting the chunk from the caches afterwards, as the
+		// cooperative path does, made large copies slower on the H200 VM:
+		// 20.3 against 34.8 GB/s at 64 MiB, 25.6 against 43.6 at 256 MiB.)
+		copyBytes(o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n], false)
 	}
 	f.buf.Release()
 	c.events.put(f.ev)
