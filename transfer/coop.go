@@ -3,7 +3,6 @@ package transfer
 import (
 	"context"
 	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"github.com/pinpool/pinpool"
@@ -53,13 +52,9 @@ type coopRun struct {
 	left    []atomic.Int32
 	landed  atomic.Int64 // device to host: pieces whose copy has completed
 	issued  atomic.Int64 // bytes queued
-	stop    atomic.Bool
 	slices  int
-	mu      sync.Mutex
-	err     error
-	closed  bool
-	joined  sync.WaitGroup
 	pieceOK []bool // the piece's copy was queued (under mu)
+	runState
 }
 
 // coop runs o cooperatively and reports true, or reports false, having
@@ -127,16 +122,6 @@ func (r *coopRun) giveBack() {
 	r.bufs = nil
 }
 
-// fail records err (the first one wins) and stops the transfer.
-func (r *coopRun) fail(err error) {
-	r.mu.Lock()
-	if r.err == nil {
-		r.err = err
-	}
-	r.mu.Unlock()
-	r.stop.Store(true)
-}
-
 // finish runs the transfer on the calling goroutine and k-1 crew lanes,
 // then waits for every queued copy and gives back the buffers and slots.
 func (r *coopRun) finish(k int) {
@@ -151,38 +136,43 @@ func (r *coopRun) finish(k int) {
 		}
 		c.issuing.unlock()
 	}
-	c.crew.offer(coopJob{r}, k-1)
+	c.crew.offer(r, k-1)
+	// Pieces before settled have completed and are the caller's to give
+	// back; a piece that failed has been retired with its event.
+	settled, failed := 0, -1
 	if o.dir == DeviceToHost {
 		for p := range pieces {
 			if !r.pieceOK[p] || r.stop.Load() {
 				break
 			}
-			if err := c.await(r.evs[p]); err != nil {
-				r.fail(copyErr(o.dir, PathStaged, p*r.piece, r.pieceLen(p), err))
+			if err := c.settle(r.evs[p], r.bufs[p], o.dir, p*r.piece, r.pieceLen(p)); err != nil {
+				r.fail(err)
+				failed = p
 				break
 			}
 			r.tl.mark(stepSynced)
+			settled++
 			r.landed.Add(1)
 		}
 		r.landed.Store(int64(pieces) + 1) // wake any lane still waiting: done or failed
 	}
 	r.lane()
-	r.mu.Lock()
-	r.closed = true
-	r.mu.Unlock()
-	r.joined.Wait()
+	r.endJoins()
 	// Every piece whose copy was queued must complete before its buffer
-	// goes back; a piece that failed is retired by the pool.
+	// goes back.
 	for p, b := range r.bufs {
-		if !r.pieceOK[p] {
+		switch {
+		case p == failed:
+		case !r.pieceOK[p]:
 			b.Release()
-		} else if err := c.await(r.evs[p]); err != nil {
-			err = copyErr(o.dir, PathStaged, p*r.piece, r.pieceLen(p), err)
-			b.ReleaseAfter(failedFence{err})
-			c.events.drop(r.evs[p])
-			r.fail(err)
-		} else {
+		case p >= settled:
+			if err := c.settle(r.evs[p], b, o.dir, p*r.piece, r.pieceLen(p)); err != nil {
+				r.fail(err)
+				break
+			}
 			r.tl.mark(stepSynced)
+			fallthrough
+		default:
 			b.Release()
 			c.events.put(r.evs[p])
 		}
@@ -256,19 +246,5 @@ func (r *coopRun) lane() {
 	}
 }
 
-// coopJob is a cooperative transfer offered to the crew.
-type coopJob struct{ r *coopRun }
-
-// join runs a lane of the transfer, unless its caller has finished its own.
-func (j coopJob) join() {
-	r := j.r
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return
-	}
-	r.joined.Add(1)
-	r.mu.Unlock()
-	defer r.joined.Done()
-	r.lane()
-}
+// join runs a lane of r on a crew goroutine (see runState.joinLane).
+func (r *coopRun) join() { r.joinLane(r.lane) }

@@ -43,7 +43,8 @@ func TestCrewJoins(t *testing.T) {
 func TestCrewStaleOffer(t *testing.T) {
 	w := newCrew(2, -1)
 	defer w.stop()
-	r := &stagedRun{closed: true} // a lane of it would dereference r.c and panic
+	r := &stagedRun{} // a lane of it would dereference r.c and panic
+	r.closed = true
 	w.offer(r, 2)
 	deadline := time.Now().Add(5 * time.Second)
 	for len(w.jobs) > 0 && time.Now().Before(deadline) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/pinpool/pinpool"
@@ -47,38 +46,11 @@ type stagedRun struct {
 
 	next   atomic.Int64 // next chunk index to claim
 	issued atomic.Int64 // bytes whose copy was queued
-	stop   atomic.Bool
-
-	mu     sync.Mutex
-	err    error
-	closed bool           // no lane may join any more
-	joined sync.WaitGroup // crew lanes that joined
+	runState
 }
 
-// join runs a lane of r on a crew goroutine, unless the transfer's caller
-// has already finished its own lane (then every chunk is claimed, and the
-// offer is stale).
-func (r *stagedRun) join() {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return
-	}
-	r.joined.Add(1)
-	r.mu.Unlock()
-	defer r.joined.Done()
-	r.lane()
-}
-
-// fail records err (the first one wins) and stops the transfer.
-func (r *stagedRun) fail(err error) {
-	r.mu.Lock()
-	if r.err == nil {
-		r.err = err
-	}
-	r.mu.Unlock()
-	r.stop.Store(true)
-}
+// join runs a lane of r on a crew goroutine (see runState.joinLane).
+func (r *stagedRun) join() { r.joinLane(r.lane) }
 
 // claim returns the offset and length of the next chunk, or ok false when
 // none is left or the transfer stopped (after recording ctx's error).
@@ -132,10 +104,7 @@ func (c *Copier) staged(ctx context.Context, o op) error {
 	r.tl.reset()
 	c.crew.offer(r, k-1)
 	r.lane()
-	r.mu.Lock()
-	r.closed = true
-	r.mu.Unlock()
-	r.joined.Wait()
+	r.endJoins()
 	return r.err
 }
 
@@ -259,10 +228,7 @@ func (r *stagedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 func (r *stagedRun) complete(f inFlight) {
 	c, o := r.c, r.o
 	defer c.win.release()
-	if err := c.await(f.ev); err != nil {
-		err = copyErr(o.dir, PathStaged, f.off, f.n, err)
-		f.buf.ReleaseAfter(failedFence{err})
-		c.events.drop(f.ev)
+	if err := c.settle(f.ev, f.buf, o.dir, f.off, f.n); err != nil {
 		r.fail(err)
 		return
 	}
@@ -278,8 +244,21 @@ func (r *stagedRun) complete(f inFlight) {
 	r.tl.mark(stepDone)
 }
 
-// await waits for a staged chunk's event. (Polling the event with
-// cuEventQuery and yielding in between instead was measured on the H200 VM
-// on 2026-11-30 and did no better: 3 MB device to host 13.2 against
-// 14.0–14.4 GB/s.)
-func (c *Copier) await(ev event) error { return ev.synchronize() }
+// settle waits for the event recorded after a staged copy of n bytes at
+// offset off into or out of buf. When the copy failed, it retires buf (the
+// device's use of it is unknown: the pool frees it instead of reusing it),
+// destroys the event, and returns the copy error; otherwise the caller
+// still owns buf and gives the event back. (Polling the event with
+// cuEventQuery and yielding in between instead of cuEventSynchronize was
+// measured on the H200 VM on 2026-11-30 and did no better: 3 MB device to
+// host 13.2 against 14.0–14.4 GB/s.)
+func (c *Copier) settle(ev event, buf pinpool.Buffer, d Direction, off, n int) error {
+	err := ev.synchronize()
+	if err == nil {
+		return nil
+	}
+	err = copyErr(d, PathStaged, off, n, err)
+	buf.ReleaseAfter(failedFence{err})
+	c.events.drop(ev)
+	return err
+}
