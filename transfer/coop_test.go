@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/pinpool/pinpool/cuda"
 )
 
 // TestCoopSizes round-trips small transfers through the cooperative path,
@@ -75,18 +73,7 @@ func TestCoopFailure(t *testing.T) {
 			t.Run(when+"/"+dir.String(), func(t *testing.T) {
 				e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Workers: 4, DirectBelow: -1})
 				e.d.latency.Store(int64(50 * time.Microsecond))
-				var calls atomic.Int64
-				fail := func(Direction, int) error {
-					if calls.Add(1) == 2 {
-						return fmt.Errorf("fake: %w: %w", errInjected, cuda.ErrLaunchFailed)
-					}
-					return nil
-				}
-				if when == "enqueue" {
-					e.d.failEnqueue = fail
-				} else {
-					e.d.failExec = fail
-				}
+				e.injectFailure(when, 2)
 				const n = 5*testChunk + 3
 				dev := e.d.alloc(n)
 				host := randomBytes(n, 3)

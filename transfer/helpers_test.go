@@ -3,8 +3,10 @@ package transfer
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,4 +136,24 @@ func sameBytes(t testing.TB, what string, got, want []byte) {
 		}
 		t.Fatalf("%s: %d bytes differ from %d wanted, first at %d", what, len(got), len(want), i)
 	}
+}
+
+// injectFailure makes the fake device fail its nth asynchronous copy, when
+// it is queued (when == "enqueue") or when it runs ("exec"), with an error
+// wrapping errInjected and cuda.ErrLaunchFailed; it returns the count of
+// copies seen.
+func (e *env) injectFailure(when string, nth int64) *atomic.Int64 {
+	calls := new(atomic.Int64)
+	fail := func(Direction, int) error {
+		if calls.Add(1) == nth {
+			return fmt.Errorf("fake: %w: %w", errInjected, cuda.ErrLaunchFailed)
+		}
+		return nil
+	}
+	if when == "enqueue" {
+		e.d.failEnqueue = fail
+	} else {
+		e.d.failExec = fail
+	}
+	return calls
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,18 +110,7 @@ func TestFailure(t *testing.T) {
 			t.Run(when+"/"+dir.String(), func(t *testing.T) {
 				e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, DirectBelow: -1})
 				e.d.latency.Store(int64(100 * time.Microsecond))
-				var calls atomic.Int64
-				fail := func(Direction, int) error {
-					if calls.Add(1) == 5 {
-						return fmt.Errorf("fake: %w: %w", errInjected, cuda.ErrLaunchFailed)
-					}
-					return nil
-				}
-				if when == "enqueue" {
-					e.d.failEnqueue = fail
-				} else {
-					e.d.failExec = fail
-				}
+				calls := e.injectFailure(when, 5)
 				const n = 50 * testChunk
 				dev := e.d.alloc(n)
 				host := randomBytes(n, 3)
