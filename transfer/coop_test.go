@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
 )
 
 // TestCoopSizes round-trips small transfers through the cooperative path,
