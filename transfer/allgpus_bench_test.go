@@ -171,16 +171,10 @@ func BenchmarkAllGPUs(b *testing.B) {
 		}
 		for _, d := range []Direction{HostToDevice, DeviceToHost} {
 			staged := func(i int) error {
-				if d == HostToDevice {
-					return cs[i].ToDevice(ctx, a.dev[i].Ptr(), a.host[i])
-				}
-				return cs[i].FromDevice(ctx, a.host[i], a.dev[i].Ptr())
+				return cs[i].run(ctx, op{d, a.dev[i].Ptr(), a.host[i]}, false)
 			}
 			pinned := func(i int) error {
-				if d == HostToDevice {
-					return cs[i].ToDeviceBuffer(ctx, a.dev[i].Ptr(), a.pinned[i])
-				}
-				return cs[i].FromDeviceBuffer(ctx, a.pinned[i], a.dev[i].Ptr())
+				return cs[i].run(ctx, op{d, a.dev[i].Ptr(), a.pinned[i].Bytes()}, true)
 			}
 			b.Run(fmt.Sprintf("size=%s/workers=%d%s/devices=%d/%v", sizeName(size), w, cf.name, nd, d), func(b *testing.B) {
 				defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf

@@ -100,10 +100,7 @@ func BenchmarkTransfer(b *testing.B) {
 	}
 	copier := func(c *Copier, host []byte) func(Direction, int) error {
 		return func(d Direction, n int) error {
-			if d == HostToDevice {
-				return c.ToDevice(ctx, dev.Ptr(), host[:n])
-			}
-			return c.FromDevice(ctx, host[:n], dev.Ptr())
+			return c.run(ctx, op{d, dev.Ptr(), host[:n]}, false)
 		}
 	}
 	paths := []struct {
@@ -189,13 +186,7 @@ func BenchmarkCrossover(b *testing.B) {
 					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 					b.SetBytes(int64(n))
 					for b.Loop() {
-						var err error
-						if d == HostToDevice {
-							err = c.c.ToDevice(ctx, dev.Ptr(), host[:n])
-						} else {
-							err = c.c.FromDevice(ctx, host[:n], dev.Ptr())
-						}
-						if err != nil {
+						if err := c.c.run(ctx, op{d, dev.Ptr(), host[:n]}, false); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -346,13 +337,7 @@ func BenchmarkStagedTuning(b *testing.B) {
 					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 					b.SetBytes(int64(n))
 					for b.Loop() {
-						var err error
-						if d == HostToDevice {
-							err = c.ToDevice(ctx, dev.Ptr(), host[:n])
-						} else {
-							err = c.FromDevice(ctx, host[:n], dev.Ptr())
-						}
-						if err != nil {
+						if err := c.run(ctx, op{d, dev.Ptr(), host[:n]}, false); err != nil {
 							b.Fatal(err)
 						}
 					}

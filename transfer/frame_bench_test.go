@@ -108,10 +108,7 @@ func BenchmarkStagedVsPageable(b *testing.B) {
 						return time.Since(t0)
 					}
 					staged := func() error {
-						if d == HostToDevice {
-							return c.ToDevice(ctx, dev.Ptr(), host[:n])
-						}
-						return c.FromDevice(ctx, host[:n], dev.Ptr())
+						return c.run(ctx, op{d, dev.Ptr(), host[:n]}, false)
 					}
 					driver := func() error {
 						if d == HostToDevice {
@@ -120,10 +117,7 @@ func BenchmarkStagedVsPageable(b *testing.B) {
 						return g.ctx.CopyDtoH(host[:n], dev.Ptr())
 					}
 					pinnedCopy := func() error {
-						if d == HostToDevice {
-							return pc.ToDevice(ctx, dev.Ptr(), pinned.Bytes()[:n])
-						}
-						return pc.FromDevice(ctx, pinned.Bytes()[:n], dev.Ptr())
+						return pc.run(ctx, op{d, dev.Ptr(), pinned.Bytes()[:n]}, false)
 					}
 					b.SetBytes(int64(n) * group)
 					for b.Loop() {
@@ -193,13 +187,7 @@ func BenchmarkStagedTimeline(b *testing.B) {
 					b.SetBytes(int64(n))
 					for b.Loop() {
 						t0 := time.Now()
-						var err error
-						if d == HostToDevice {
-							err = c.ToDevice(ctx, dev.Ptr(), host[:n])
-						} else {
-							err = c.FromDevice(ctx, host[:n], dev.Ptr())
-						}
-						if err != nil {
+						if err := c.run(ctx, op{d, dev.Ptr(), host[:n]}, false); err != nil {
 							b.Fatal(err)
 						}
 						totals = append(totals, time.Since(t0))
