@@ -422,6 +422,7 @@ func (e *fakeEvent) destroy() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.destroyed {
+		e.d.violate("event destroyed twice") // a real driver may have reused the handle
 		return cuda.ErrInvalidHandle
 	}
 	e.destroyed = true
