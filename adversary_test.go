@@ -168,7 +168,7 @@ func TestAdvCloseRacesEverything(t *testing.T) {
 			var errs errList
 			for it := range iters {
 				fb := newFaultBackend()
-				p, err := New(Options{Backend: fb, MinAvailable: -1, Budget: tc.budget, MaxIdle: 2, IdleTimeout: 5 * time.Millisecond})
+				p, err := New(Options{Backend: fb, MinAvailable: -1, Budget: tc.budget, MaxIdle: 2, IdleDecay: time.Millisecond, IdleTimeout: 5 * time.Millisecond})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -906,6 +906,9 @@ func advCheckSnapshot(st Stats) []string {
 	if st.Gets != st.Hits+st.Misses {
 		f("Gets %d != Hits %d + Misses %d", st.Gets, st.Hits, st.Misses)
 	}
+	if st.TrimsBy.Sum() != st.Trims {
+		f("Trims %d != the sum of TrimsBy %v", st.Trims, st.TrimsBy)
+	}
 	for _, c := range st.Classes {
 		if c.BuffersHeld != c.InUse+c.Idle+c.Pending {
 			f("class %d: BuffersHeld %d != InUse %d + Idle %d + Pending %d", c.Size, c.BuffersHeld, c.InUse, c.Idle, c.Pending)
@@ -926,6 +929,9 @@ func advCounters(st Stats) map[string]uint64 {
 		"BudgetWaits": st.BudgetWaits, "BudgetRefusals": st.BudgetRefusals, "LowMemoryRefusals": st.LowMemoryRefusals,
 		"FreeFailures": st.FreeFailures, "BackendPanics": st.BackendPanics, "PeakHeld": uint64(st.PeakHeld),
 	}
+	for _, r := range TrimReasons() {
+		m["Trims "+r.String()] = st.TrimsBy.Of(r)
+	}
 	for _, c := range st.Classes {
 		m[fmt.Sprintf("class %d Gets", c.Size)] = c.Gets
 		m[fmt.Sprintf("class %d Hits", c.Size)] = c.Hits
@@ -939,7 +945,7 @@ func advCounters(st Stats) map[string]uint64 {
 // pool, and checks every snapshot and the monotonicity of every counter.
 func TestAdvStatsUnderLoad(t *testing.T) {
 	const budget = 24 << 20
-	p, _ := newFaultPool(t, Options{Budget: budget, MaxIdle: 4, IdleTimeout: 20 * time.Millisecond})
+	p, _ := newFaultPool(t, Options{Budget: budget, MaxIdle: 4, IdleDecay: time.Millisecond, IdleTimeout: 20 * time.Millisecond})
 	d := time.Duration(advN(2000, 500)) * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -1214,7 +1220,7 @@ func TestAdvModelStress(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const budget = 64 << 20
-			p, fb := newFaultPool(t, Options{Budget: budget, MaxIdle: 4, IdleTimeout: 10 * time.Millisecond})
+			p, fb := newFaultPool(t, Options{Budget: budget, MaxIdle: 4, IdleDecay: time.Millisecond, IdleTimeout: 10 * time.Millisecond})
 			fb.failEvery.Store(tc.failEvery)
 			var growErr error
 			if tc.failEvery > 0 {
@@ -1465,7 +1471,7 @@ func newFaultPoolNoCleanup(t testing.TB, o Options) (*Pool, *faultBackend) {
 // the whole Budget can be had.
 func TestAdvBudgetNotLeakedUnderFaults(t *testing.T) {
 	const budget = 16 << 20
-	p, fb := newFaultPool(t, Options{Budget: budget, Exact: true, MaxIdle: 2, IdleTimeout: 5 * time.Millisecond})
+	p, fb := newFaultPool(t, Options{Budget: budget, Exact: true, MaxIdle: 2, IdleDecay: time.Millisecond, IdleTimeout: 5 * time.Millisecond})
 	fb.failEvery.Store(7)
 	fb.panicEvery.Store(11)
 	fb.freeErrEvery.Store(5)

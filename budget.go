@@ -31,6 +31,17 @@ func (b *budget) tryReserve(n int64) bool {
 	}
 }
 
+// fit returns how many buffers of size bytes one growth should take when
+// it would like k: k if they fit in the room the limit leaves, else unit
+// (its smallest allocation), which the growth may make room for by
+// trimming other sizes. Only the smallest growth evicts.
+func (b *budget) fit(k, unit int, size int64) int {
+	if b.limit <= 0 || int64(k)*size <= b.limit-b.held.Load() {
+		return k
+	}
+	return unit
+}
+
 // release subtracts n bytes that are free again and wakes waiters.
 func (b *budget) release(n int64) {
 	b.held.Add(-n)

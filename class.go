@@ -25,6 +25,8 @@ type class struct {
 	chunks atomic.Pointer[[]*chunk] // live chunks; replaced (copy on write) under core.mu
 
 	reserved atomic.Int64  // idle buffers Reserve asked to keep: policy trimming spares them
+	decay    atomic.Int64  // ns this class's idle memory above MaxIdle stays after its last use (see Options.IdleDecay); <= 0: never freed by decay
+	decayed  atomic.Int64  // unix ns of the last decay trim; 0: none
 	pending  atomic.Int64  // slots waiting on a fence
 	misses   atomic.Uint64 // Gets that found no idle buffer
 
@@ -57,6 +59,7 @@ func newClass(co *core, o *Options, size int64) *class {
 	}
 	c.maxBatch = max(c.batch, int(limit/c.chunkBytes)*c.perChunk)
 	c.ramp.Store(int64(c.batch))
+	c.decay.Store(int64(o.IdleDecay))
 	c.cache.init()
 	return c
 }
@@ -130,9 +133,7 @@ func (c *class) release(s *slot, gen uint64) bool {
 	} else if !s.state.CompareAndSwap(word(gen, stInUse), word(gen+1, stIdle)) {
 		return false
 	}
-	if c.cache.put(entry{s, gen + 1}) && c.core.maxIdle > 0 && c.cache.centralLen() > c.core.maxIdle {
-		c.core.kick()
-	}
+	c.cache.put(entry{s, gen + 1})
 	c.afterIdle(s)
 	return true
 }
@@ -163,6 +164,6 @@ func (c *class) afterIdle(s *slot) {
 func (c *class) afterIdleSlow(s *slot) {
 	c.core.budget.broadcast()
 	if c.core.isClosed() {
-		c.freeChunk(s.chunk)
+		c.freeChunk(s.chunk, TrimClose)
 	}
 }

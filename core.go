@@ -24,7 +24,6 @@ type core struct {
 	// Read on every Get and Release; written once, or (waiters) only by
 	// Gets that wait for room.
 	debug      bool
-	maxIdle    int
 	closedFlag atomic.Bool     // Close began
 	waiters    atomic.Int32    // Gets waiting for room (budget.broadcast wakes them)
 	_          [cacheLine]byte // keeps what slow paths write off those lines
@@ -34,7 +33,7 @@ type core struct {
 	memTotal    int64         // MemTotal, 0 when unknown
 	lockLimit   int64         // what the backend may lock (RLIMIT_MEMLOCK) at New; 0: no limit
 	userBudget  int64         // Options.Budget (budget.limit is the smaller of it and lockLimit)
-	minAvail    int64         // system guard floor in bytes; 0: off
+	guard       guard         // the memory guard: system and cgroup headroom
 	closedCh    chan struct{} // closed by Close: wakes every waiting Get
 	kick        func()        // wakes the janitor; never blocks
 
@@ -63,6 +62,7 @@ type core struct {
 // core.mu).
 type accounts struct {
 	grows, trims             uint64
+	trimsBy                  TrimCounts
 	bytesGrown, bytesTrimmed int64
 	growNanos, maxGrowNanos  int64
 }

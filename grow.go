@@ -19,7 +19,10 @@ import (
 // up to GrowBytes, until a trim of the class starts it over: a class
 // that keeps missing is in demand, and fewer, larger allocations cost
 // less per byte (prefault and registration run in parallel over a larger
-// range, and the driver's fixed cost is paid less often). Reserve
+// range, and the driver's fixed cost is paid less often). Under a budget
+// a growth takes no more than the room left (at least its smallest
+// allocation): a batch that overshoots what the load needs would evict
+// other sizes' idle memory, which they then regrow. Reserve
 // allocates up to what it still lacks (need buffers) at once, within the
 // same bound. When the budget or the backend refuses an allocation of
 // more than the smallest one, grow tries once more with the smallest.
@@ -39,6 +42,7 @@ func (p *Pool) grow(c *class, forGet bool, need int) (*slot, error) {
 		k = min(need, c.maxBatch)
 	}
 	k = (k + c.perChunk - 1) / c.perChunk * c.perChunk // whole slabs
+	k = co.budget.fit(k, c.perChunk, c.size)
 	a, mem, took, err := p.allocate(c, k)
 	if err != nil && k > c.perChunk && !errors.Is(err, ErrClosed) {
 		k = c.perChunk
@@ -49,6 +53,9 @@ func (p *Pool) grow(c *class, forGet bool, need int) (*slot, error) {
 		return nil, err
 	}
 	c.ramp.Store(int64(min(2*k, c.maxBatch)))
+	if forGet {
+		c.regrown(time.Now().UnixNano(), p.opt.maxDecay())
+	}
 	ch := c.newChunk(a, mem, k, forGet)
 	if !co.addChunk(c, ch, took, forGet) {
 		co.backendFree(a)
@@ -91,20 +98,18 @@ func (p *Pool) allocate(c *class, k int) (Allocation, []byte, time.Duration, err
 // floor.
 func (p *Pool) reserve(c *class, n int64) error {
 	co := p.core
-	if co.minAvail > 0 {
-		if mi, err := hostmem.ReadMemInfo(); err == nil && int64(mi.Available)-n < co.minAvail {
-			p.trimOthers(n, c)
-			if mi, err := hostmem.ReadMemInfo(); err == nil && int64(mi.Available)-n < co.minAvail {
-				co.lowMemory.Add(1)
-				return fmt.Errorf("%w: need %d bytes, MemAvailable %d, floor %d", ErrLowMemory, n, mi.Available, co.minAvail)
-			}
+	if err := co.guard.check(n); err != nil {
+		p.trimOthers(n, c, TrimPressure)
+		if err := co.guard.check(n); err != nil {
+			co.lowMemory.Add(1)
+			return err
 		}
 	}
 	if co.budget.tryReserve(n) {
 		return nil
 	}
 	p.pollPending(false)
-	p.trimOthers(n, c)
+	p.trimOthers(n, c, TrimCap)
 	// Memory another goroutine (the janitor, a release after Close) is
 	// giving back counts until its Free returns: wait for it rather than
 	// refuse.
@@ -130,9 +135,9 @@ func (p *Pool) impossible(c *class) error {
 		}
 		return fmt.Errorf("%w: a %d-byte buffer needs a %d-byte allocation, more than the whole Budget of %d bytes", ErrBudget, c.size, c.chunkBytes, co.budget.limit)
 	}
-	if co.minAvail > 0 && co.memTotal > 0 && c.chunkBytes > co.memTotal-co.minAvail {
+	if g := &co.guard; g.minAvail > 0 && co.memTotal > 0 && c.chunkBytes > co.memTotal-g.minAvail {
 		co.lowMemory.Add(1)
-		return fmt.Errorf("%w: a %d-byte buffer needs a %d-byte allocation; the system has %d bytes (MemTotal) and keeps %d available (Options.MinAvailable)", ErrLowMemory, c.size, c.chunkBytes, co.memTotal, co.minAvail)
+		return fmt.Errorf("%w: a %d-byte buffer needs a %d-byte allocation; the system has %d bytes (MemTotal) and keeps %d available (Options.MinAvailable)", ErrLowMemory, c.size, c.chunkBytes, co.memTotal, g.minAvail)
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 )
 
 // janitor is the pool's background goroutine: it polls fences of pending
-// buffers, frees idle memory beyond MaxIdle or unused for IdleTimeout, and
+// buffers, frees idle memory by the idle policy (decay.go) and
 // drops stale cache entries. After Close it polls the fences still pending
 // for at most Options.CloseWait, then ends. All backend frees of the
 // policy happen here (or in Trim and Close), never in Get or Release of an
@@ -33,13 +33,10 @@ const (
 func (p *Pool) runJanitor() {
 	j := &p.jan
 	defer close(j.done)
-	tick := p.opt.IdleTimeout / 4
-	if p.opt.IdleTimeout < 0 {
-		tick = time.Second
-	}
-	tick = min(max(tick, 10*time.Millisecond), time.Second)
-	idle := time.NewTicker(tick)
+	idle := time.NewTicker(p.opt.idleTick())
 	defer idle.Stop()
+	pressure := time.NewTicker(pressureTick)
+	defer pressure.Stop()
 	poll := pollMin
 	pollT := time.NewTimer(time.Hour)
 	pollT.Stop()
@@ -54,18 +51,18 @@ func (p *Pool) runJanitor() {
 		case <-j.kickCh:
 			poll = pollMin
 			p.pollPending(true)
-			p.enforceMaxIdle()
 		case <-pollC:
 			if p.pollPending(true) > 0 {
 				poll = min(poll*2, pollMax)
 			}
 		case now := <-idle.C:
 			p.pollPending(true)
-			p.enforceMaxIdle()
 			p.ageIdle(now)
 			for _, c := range p.classList() {
 				c.cache.clean()
 			}
+		case <-pressure.C:
+			p.relievePressure()
 		case <-j.stopCh:
 			p.drainAfterClose()
 			return
@@ -102,55 +99,6 @@ func (p *Pool) drainAfterClose() {
 		// cleared would be stranded: look again.
 		if p.core.pending.len() == 0 || !p.draining.CompareAndSwap(false, true) {
 			return
-		}
-	}
-}
-
-// enforceMaxIdle frees idle buffers beyond Options.MaxIdle in every class.
-// It frees whole chunks, so a class may end below MaxIdle, but never below
-// what Reserve asked it to keep.
-func (p *Pool) enforceMaxIdle() {
-	if p.opt.MaxIdle < 0 || p.core.isClosed() {
-		return
-	}
-	for _, c := range p.classList() {
-		if over := c.idleCount() - p.opt.MaxIdle; over > 0 {
-			c.trimClass(int64(over)*c.size, int(c.reserved.Load()), nil)
-		}
-	}
-}
-
-// ageIdle frees, per class, the chunks of which no buffer was handed out
-// during the last IdleTimeout (all idle, and their generations unchanged),
-// keeping what Reserve asked to keep.
-func (p *Pool) ageIdle(now time.Time) {
-	if p.opt.IdleTimeout < 0 || p.core.isClosed() {
-		return
-	}
-	t := now.UnixNano()
-	for _, c := range p.classList() {
-		stale := false
-		for _, ch := range c.chunkList() {
-			var sum uint64
-			all := true
-			for i := range ch.slots {
-				w := ch.slots[i].state.Load()
-				sum += genOf(w)
-				if !freeableState(stateOf(w)) {
-					all = false
-				}
-			}
-			switch {
-			case !all || sum != ch.genSum || ch.unusedSince == 0:
-				ch.genSum, ch.unusedSince = sum, t
-			case t-ch.unusedSince >= int64(p.opt.IdleTimeout):
-				stale = true
-			}
-		}
-		if stale {
-			c.trimClass(-1, int(c.reserved.Load()), func(ch *chunk) bool {
-				return ch.unusedSince != 0 && t-ch.unusedSince >= int64(p.opt.IdleTimeout)
-			})
 		}
 	}
 }

@@ -4,9 +4,10 @@ import "time"
 
 // Options configure a Pool. The zero value is ready to use: the CUDA
 // backend on device 0 when a driver is found (else locked host memory), no
-// budget, size classes with at most 12.5% rounding, the seed's growth and
-// idle policy (grow by 4, keep at most 32 idle buffers per size), and idle
-// memory given back after 30 seconds.
+// budget, size classes with at most 12.5% rounding, the seed's growth
+// (grow by 4) and its bound at rest (at most 32 idle buffers per size),
+// reached by decay: idle memory above that bound goes back 5 seconds after
+// it was last needed, and all idle memory after 30 seconds.
 type Options struct {
 	// Backend supplies the memory. Nil picks DefaultBackend().
 	Backend Backend
@@ -53,14 +54,29 @@ type Options struct {
 	// slabs are cut to fit the budget.
 	SlabSize int
 
-	// MaxIdle caps the idle buffers kept per size class; the excess is
-	// freed in the background (whole allocations; what Reserve asked to
-	// keep stays). Zero means 32, as the seed pool; negative means no cap.
+	// MaxIdle is how many idle buffers per size class the pool keeps at
+	// rest (the seed pool's cap): idle buffers beyond it are freed once
+	// they have not been needed for IdleDecay, never at once, so that a
+	// load that breathes does not free and regrow the same memory. Whole
+	// allocations are freed, so a class may end below MaxIdle; what
+	// Reserve asked to keep stays. Zero means 32; negative means no cap
+	// (idle memory goes only after IdleTimeout, or on Trim).
 	MaxIdle int
 
-	// IdleTimeout frees idle memory that was not needed for this long:
-	// allocations none of whose buffers was handed out meanwhile. Zero
-	// means 30 seconds; negative disables it; otherwise at least 1 ms.
+	// IdleDecay is how long idle memory above MaxIdle stays after it was
+	// last needed: an allocation of which no buffer was handed out for
+	// this long is freed while its class has more than MaxIdle idle
+	// buffers. A class that regrows within its decay time after such a
+	// free doubles its own decay time (up to IdleTimeout, or 16 times
+	// IdleDecay when there is none): a load that comes back is a load the
+	// pool should keep memory for. Zero means 5 seconds; negative means
+	// never (only IdleTimeout frees); otherwise at least 1 ms.
+	IdleDecay time.Duration
+
+	// IdleTimeout frees all idle memory that was not needed for this long
+	// (allocations none of whose buffers was handed out meanwhile), down
+	// to what Reserve asked to keep. Zero means 30 seconds; negative
+	// disables it; otherwise at least 1 ms.
 	IdleTimeout time.Duration
 
 	// CloseWait is how long after Close the pool keeps polling the fences
@@ -82,6 +98,7 @@ const (
 	DefaultSlabMax     = 1 << 20
 	DefaultSlabSize    = 4 << 20
 	DefaultMaxIdle     = 32
+	DefaultIdleDecay   = 5 * time.Second
 	DefaultIdleTimeout = 30 * time.Second
 	DefaultCloseWait   = time.Minute
 	// DefaultMinAvailablePercent is the system guard's default floor, in

@@ -103,5 +103,5 @@ func (p *Pool) pollPending(block bool) int {
 func (c *class) retire(s *slot, gen uint64) {
 	s.state.Store(word(gen, stRetired))
 	c.core.fenceErrors.Add(1)
-	c.freeChunk(s.chunk)
+	c.freeChunk(s.chunk, TrimFenceError)
 }

@@ -62,7 +62,6 @@ func New(opt Options) (*Pool, error) {
 		backend:     b,
 		backendName: backendNameOf(b),
 		debug:       o.Debug,
-		maxIdle:     o.MaxIdle,
 		memTotal:    memTotal,
 		closedCh:    make(chan struct{}),
 		kick:        p.kick,
@@ -83,12 +82,7 @@ func New(opt Options) (*Pool, error) {
 	}
 	co.freed = sync.NewCond(&co.mu)
 	co.budget.waiters = &co.waiters
-	switch {
-	case o.MinAvailable > 0:
-		co.minAvail = o.MinAvailable
-	case o.MinAvailable == 0 && memTotal > 0:
-		co.minAvail = memTotal / 100 * DefaultMinAvailablePercent
-	}
+	co.guard.init(o.MinAvailable, memTotal)
 	p.core = co
 	if !o.Exact {
 		p.dense = make([]atomic.Pointer[class], sizeclass.Count())
@@ -307,7 +301,9 @@ func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (Buffer,
 // then on the pool keeps that many idle buffers of the size: neither the
 // background policy (MaxIdle, IdleTimeout) nor the budget's trimming for
 // other sizes frees them; only Trim and Close do. It fails with ErrBudget
-// when the budget does not allow it.
+// when the budget does not allow it: at once when count buffers could
+// never fit, else when growing finds no room; a failed Reserve keeps no
+// claim on what it grew, so the pool goes on serving what fits.
 func (p *Pool) Reserve(n, count int) error {
 	c, err := p.classFor(n)
 	if err != nil {
@@ -316,22 +312,33 @@ func (p *Pool) Reserve(n, count int) error {
 	if count < 0 {
 		return fmt.Errorf("%w: negative count %d", ErrInvalidSize, count)
 	}
-	for {
-		r := c.reserved.Load()
-		if int64(count) <= r || c.reserved.CompareAndSwap(r, int64(count)) {
-			break
-		}
-	}
 	if count > 0 {
 		if err := p.impossible(c); err != nil {
 			return err
 		}
+		if lim := p.core.budget.limit; lim > 0 && int64(count) > lim/c.size {
+			p.core.budgetRefusals.Add(1)
+			return fmt.Errorf("%w: Reserve of %d buffers of %d bytes needs more than the limit of %d bytes", ErrBudget, count, c.size, lim)
+		}
+	}
+	var prev int64
+	for {
+		r := c.reserved.Load()
+		if int64(count) <= r || c.reserved.CompareAndSwap(r, int64(count)) {
+			prev = r
+			break
+		}
 	}
 	for idle := c.idleCount(); idle < count; idle = c.idleCount() {
-		if p.core.isClosed() {
-			return ErrClosed
+		err := ErrClosed
+		if !p.core.isClosed() {
+			_, err = p.grow(c, false, count-idle)
 		}
-		if _, err := p.grow(c, false, count-idle); err != nil {
+		if err != nil {
+			// What this call grew stays idle, but is not kept any more:
+			// the policy and other sizes' growth may take it back.
+			c.reserved.CompareAndSwap(int64(count), prev)
+			p.core.budget.broadcast()
 			return err
 		}
 	}
@@ -349,7 +356,7 @@ func (p *Pool) Trim() int64 {
 	var freed int64
 	for _, c := range p.classList() {
 		c.reserved.Store(0)
-		f, _ := c.trimClass(-1, 0, nil)
+		f, _ := c.trimClass(trimPlan{want: -1, reason: TrimExplicit})
 		freed += f
 	}
 	p.core.awaitFrees() // frees the janitor began are back too when Trim returns
@@ -399,7 +406,7 @@ func (p *Pool) Close() error {
 	for _, c := range p.classList() {
 		c.growMu.Lock() // wait for growth in flight
 		c.growMu.Unlock()
-		if _, err := c.trimClass(-1, 0, nil); err != nil {
+		if _, err := c.trimClass(trimPlan{want: -1, reason: TrimClose}); err != nil {
 			errs = append(errs, err)
 		}
 	}

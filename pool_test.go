@@ -369,7 +369,7 @@ func TestTrim(t *testing.T) {
 }
 
 func TestMaxIdle(t *testing.T) {
-	p, f := newTestPool(t, Options{MaxIdle: 5, GrowCount: 4})
+	p, f := newTestPool(t, Options{MaxIdle: 5, GrowCount: 4, IdleDecay: 20 * time.Millisecond})
 	var bufs []Buffer
 	for range 20 {
 		bufs = append(bufs, mustGet(t, p, frame))

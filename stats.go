@@ -38,7 +38,8 @@ type Stats struct {
 	GrowTimes       Histogram // the time of each backend allocation (see DurationBounds)
 	BudgetWaitTimes Histogram // how long each Get that waited for room waited, served or not
 
-	Trims        uint64 // backend frees by policy, Trim or Close
+	Trims        uint64     // backend frees by policy, Trim or Close
+	TrimsBy      TrimCounts // ... by reason (TrimReason); they add up to Trims
 	BytesTrimmed int64
 
 	ReleasedAfterFence uint64 // buffers returned after their fence completed
@@ -65,8 +66,9 @@ type ClassStats struct {
 	Gets, Hits  uint64
 	Misses      uint64
 	Grows       uint64
-	PerAlloc    int   // buffers per backend allocation when a Get grows the class (Reserve may allocate more at once)
-	AllocBytes  int64 // bytes of such an allocation
+	PerAlloc    int           // buffers per backend allocation when a Get grows the class (Reserve may allocate more at once)
+	AllocBytes  int64         // bytes of such an allocation
+	IdleDecay   time.Duration // how long idle buffers above MaxIdle stay after their last use (Options.IdleDecay, doubled each time the class regrew soon after a decay); <= 0: never by decay
 }
 
 // Stats returns a snapshot. It holds the pool's accounting lock while it
@@ -89,10 +91,11 @@ func (p *Pool) Stats() Stats {
 		GrowTime:     time.Duration(a.growNanos),
 		MaxGrowTime:  time.Duration(a.maxGrowNanos),
 		Trims:        a.trims,
+		TrimsBy:      a.trimsBy,
 		BytesTrimmed: a.bytesTrimmed,
 	}
 	for _, c := range p.classList() {
-		cs := ClassStats{Size: c.size, PerAlloc: c.batch, AllocBytes: int64(c.batch) * c.size, Grows: c.grows}
+		cs := ClassStats{Size: c.size, PerAlloc: c.batch, AllocBytes: int64(c.batch) * c.size, Grows: c.grows, IdleDecay: time.Duration(c.decay.Load())}
 		handed := c.pastServed // hand-outs, over all slots ever
 		for _, ch := range c.chunkList() {
 			cs.BytesHeld += ch.bytes

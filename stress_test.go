@@ -24,7 +24,7 @@ func TestStress(t *testing.T) {
 		d = 300 * time.Millisecond
 	}
 	const budget = 96 << 20
-	p, f := newTestPool(t, Options{Budget: budget, MaxIdle: 8, IdleTimeout: 50 * time.Millisecond})
+	p, f := newTestPool(t, Options{Budget: budget, MaxIdle: 8, IdleDecay: time.Millisecond, IdleTimeout: 50 * time.Millisecond})
 	sizes := []int{1, 4096, 5000, 64 << 10, 1 << 20, frame, 4 << 20}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()

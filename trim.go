@@ -3,6 +3,7 @@ package pinpool
 import (
 	"errors"
 	"slices"
+	"time"
 )
 
 // Freeing memory: a chunk goes back to the backend when every one of its
@@ -11,33 +12,46 @@ import (
 // that Get and Release never wait for a backend's Free (which may
 // synchronize the device).
 
+// trimPlan says what one trim of a class frees.
+type trimPlan struct {
+	want   int64             // bytes to free at least; < 0: no byte target
+	keep   int               // idle buffers that stay
+	below  bool              // may free a chunk that takes the idle count below keep, while it is above keep before (so that at most keep stay idle)
+	pick   func(*chunk) bool // chooses among the candidates; nil: any
+	reason TrimReason
+}
+
 // trimClass frees chunks of the class whose buffers are all idle or
-// retired, while more than keepIdle idle buffers would remain and until at
-// least want bytes are freed (want < 0: no byte target); pick, when not
-// nil, chooses among the candidates. It returns the bytes freed and the
-// backend's errors.
-func (c *class) trimClass(want int64, keepIdle int, pick func(*chunk) bool) (int64, error) {
+// retired, as the plan says. It returns the bytes freed and the backend's
+// errors.
+func (c *class) trimClass(pl trimPlan) (int64, error) {
 	co := c.core
 	co.mu.Lock()
 	idle := c.idleCount()
 	var victims []*chunk
 	var bytes int64
 	for _, ch := range c.chunkList() {
-		if want >= 0 && bytes >= want {
+		if pl.want >= 0 && bytes >= pl.want {
 			break
 		}
-		if pick != nil && !pick(ch) {
+		if pl.below && idle <= pl.keep {
+			break
+		}
+		if pl.pick != nil && !pl.pick(ch) {
 			continue
 		}
 		n := idleIn(ch)
-		if idle-n < keepIdle || !ch.claimForFree() {
+		if !pl.below && idle-n < pl.keep || !ch.claimForFree() {
 			continue
 		}
 		victims = append(victims, ch)
 		bytes += ch.bytes
 		idle -= n
 	}
-	c.unlink(victims)
+	c.unlink(victims, pl.reason)
+	if pl.reason == TrimDecay && len(victims) > 0 {
+		c.decayed.Store(time.Now().UnixNano()) // before Stats can show the trim: a growth that follows sees it
+	}
 	co.mu.Unlock()
 	if len(victims) > 0 {
 		c.ramp.Store(int64(c.batch))
@@ -46,21 +60,21 @@ func (c *class) trimClass(want int64, keepIdle int, pick func(*chunk) bool) (int
 }
 
 // freeChunk frees one chunk if every buffer of it is idle or retired.
-func (c *class) freeChunk(ch *chunk) {
+func (c *class) freeChunk(ch *chunk, reason TrimReason) {
 	co := c.core
 	co.mu.Lock()
 	if ch.freed || !ch.claimForFree() {
 		co.mu.Unlock()
 		return
 	}
-	c.unlink([]*chunk{ch})
+	c.unlink([]*chunk{ch}, reason)
 	co.mu.Unlock()
 	c.freeVictims([]*chunk{ch})
 }
 
 // unlink takes claimed chunks out of the class's set and the accounts.
 // The caller holds core.mu.
-func (c *class) unlink(victims []*chunk) {
+func (c *class) unlink(victims []*chunk, reason TrimReason) {
 	if len(victims) == 0 {
 		return
 	}
@@ -71,6 +85,7 @@ func (c *class) unlink(victims []*chunk) {
 		c.pastServed += ch.servedSum()
 		co.held -= ch.bytes
 		co.acct.trims++
+		co.acct.trimsBy[reason]++
 		co.acct.bytesTrimmed += ch.bytes
 	}
 	c.setChunks(slices.DeleteFunc(slices.Clone(c.chunkList()), func(ch *chunk) bool { return ch.freed }))
@@ -116,7 +131,7 @@ func idleIn(ch *chunk) int {
 // bytes are freed, sparing what Reserve asked each class to keep. (The
 // class that grows is spared: its idle buffers would have been used
 // instead of growing.)
-func (p *Pool) trimOthers(want int64, except *class) int64 {
+func (p *Pool) trimOthers(want int64, except *class, reason TrimReason) int64 {
 	var freed int64
 	for _, c := range p.classList() {
 		if freed >= want {
@@ -125,7 +140,7 @@ func (p *Pool) trimOthers(want int64, except *class) int64 {
 		if c == except {
 			continue
 		}
-		f, _ := c.trimClass(want-freed, int(c.reserved.Load()), nil)
+		f, _ := c.trimClass(trimPlan{want: want - freed, keep: int(c.reserved.Load()), reason: reason})
 		freed += f
 	}
 	return freed

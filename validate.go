@@ -46,6 +46,9 @@ func (o Options) validate() (Options, int64, error) {
 	if o.IdleTimeout > 0 && o.IdleTimeout < minIdleTimeout {
 		return bad("IdleTimeout", o.IdleTimeout, fmt.Sprintf("want 0 (default %v), negative (never) or at least %v", DefaultIdleTimeout, minIdleTimeout))
 	}
+	if o.IdleDecay > 0 && o.IdleDecay < minIdleTimeout {
+		return bad("IdleDecay", o.IdleDecay, fmt.Sprintf("want 0 (default %v), negative (never) or at least %v", DefaultIdleDecay, minIdleTimeout))
+	}
 	if o.SlabMax > 0 && o.SlabSize > 0 && o.SlabSize < 2*o.SlabMax {
 		return bad("SlabSize", o.SlabSize, fmt.Sprintf("holds fewer than 2 buffers of SlabMax = %d", o.SlabMax))
 	}
@@ -80,6 +83,9 @@ func (o Options) validate() (Options, int64, error) {
 	}
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.IdleDecay == 0 {
+		o.IdleDecay = DefaultIdleDecay
 	}
 	if o.CloseWait == 0 {
 		o.CloseWait = DefaultCloseWait

@@ -108,6 +108,7 @@ type Collector struct {
 
 	memory                   *prometheus.Desc // pinpool_memory_bytes{state}
 	classes                  *prometheus.Desc // pinpool_size_classes
+	trimsBy                  *prometheus.Desc // pinpool_trims_by_reason_total
 	growSeconds, waitSeconds *prometheus.Desc // histograms of growth times and budget waits
 
 	classBuffers, classGets, classMisses, classGrows *prometheus.Desc
@@ -206,6 +207,7 @@ func newCollector(p *pinpool.Pool, opts []Option) (*Collector, error) {
 		func(s *pinpool.Stats) float64 { return i64(s.LockLimit) })
 	c.growSeconds = desc("grow_duration_seconds", "Time of each backend allocation (pinpool.DurationBounds).")
 	c.waitSeconds = desc("budget_wait_duration_seconds", "How long each Get that waited for room in the budget (or the lock limit) waited, served or not.")
+	c.trimsBy = desc("trims_by_reason_total", `Backend frees by reason (pinpool.TrimReason): "cap" (room for another size under a budget or limit), "decay" (idle above MaxIdle not needed for the decay time), "idle_timeout", "pressure" (headroom below MinAvailable), "explicit" (Trim), "close", "fence_error". They add up to pinpool_trims_total.`, "reason")
 	c.classes = desc("size_classes", "Size classes of the pool, including those summed under size=\"other\".")
 
 	counter("gets_total", "Get and TryGet calls for a valid size on an open pool.",
@@ -287,6 +289,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- s.desc
 	}
 	ch <- c.classes
+	ch <- c.trimsBy
 	ch <- c.growSeconds
 	ch <- c.waitSeconds
 	ch <- c.classBuffers
@@ -334,6 +337,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		send(s.desc, s.kind, s.get(&st))
 	}
 	send(c.classes, prometheus.GaugeValue, float64(len(st.Classes)))
+	for _, r := range pinpool.TrimReasons() {
+		send(c.trimsBy, prometheus.CounterValue, float64(st.TrimsBy.Of(r)), r.String())
+	}
 	for i, f := range c.funcs {
 		send(c.funcDescs[i], f.kind, f.read())
 	}

@@ -785,3 +785,28 @@ func TestNeverGlobal(t *testing.T) {
 		}
 	}
 }
+
+// TestTrimsByReason checks that frees are exported by reason and add up
+// to pinpool_trims_total.
+func TestTrimsByReason(t *testing.T) {
+	p := newPool(t, pinpool.Options{Exact: true, Budget: 16 << 20, IdleDecay: -1, IdleTimeout: -1})
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg, p); err != nil {
+		t.Fatal(err)
+	}
+	getRelease(t, p, 8<<20, 1)
+	getRelease(t, p, 12<<20, 1) // evicts the idle 8 MiB: "cap"
+	p.Trim()                    // frees the 12 MiB: "explicit"
+	fams := scrape(t, reg)
+	got := byLabel(fams, "pinpool_trims_by_reason_total", "reason", nil)
+	var sum float64
+	for _, r := range pinpool.TrimReasons() {
+		if _, ok := got[r.String()]; !ok {
+			t.Errorf("no series for reason %q", r)
+		}
+		sum += got[r.String()]
+	}
+	if got["cap"] != 1 || got["explicit"] != 1 || sum != value(t, fams, "pinpool_trims_total", nil) {
+		t.Fatalf("trims by reason %v, total %v", got, value(t, fams, "pinpool_trims_total", nil))
+	}
+}

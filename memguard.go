@@ -1,0 +1,127 @@
+package pinpool
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/pinpool/pinpool/hostmem"
+)
+
+// The memory guard. Locked memory cannot be swapped out, and it counts
+// against the cgroup the process runs in: a host that runs out of it
+// freezes, and a container that crosses its memory limit is killed by the
+// kernel. So growth is refused (like an over-budget request: Get waits,
+// TryGet fails) when it would take either headroom below its floor:
+//
+//   - the system's MemAvailable, floor Options.MinAvailable (3% of
+//     MemTotal by default);
+//   - the cgroup's headroom, its tightest limit (memory.max, memory.high,
+//     v1 memory.limit_in_bytes, over its nested groups) minus what it uses
+//     that the kernel cannot drop; floor Options.MinAvailable when set,
+//     else 3% of the limit. Even with the guard off (MinAvailable < 0)
+//     growth never crosses the limit itself.
+//
+// And under pressure, when a headroom is below its floor whoever took the
+// memory, the janitor frees the pool's idle memory within pressureTick.
+
+// pressureTick is how often the janitor looks at the headroom while the
+// pool holds memory.
+const pressureTick = 50 * time.Millisecond
+
+// memView is one look at the headroom the guard protects.
+type memView struct {
+	avail int64 // the system's MemAvailable; < 0: unknown
+	cg    cgroupView
+}
+
+// cgroupView is the process's cgroup as the guard sees it.
+type cgroupView struct {
+	limit int64                // the binding limit; 0: none
+	room  int64                // headroom under it
+	mem   hostmem.CgroupMemory // what was read, for messages
+}
+
+// memLook reads the headroom; the pool's is systemLook, tests set others.
+type memLook func() memView
+
+// guard holds what the memory guard needs.
+type guard struct {
+	minAvail int64 // the system floor in bytes; 0: off
+	option   int64 // Options.MinAvailable as given (0: default, < 0: off)
+	look     atomic.Pointer[memLook]
+}
+
+// init sets the guard up for the options: the floors and the way to look.
+func (g *guard) init(minAvailable, memTotal int64) {
+	g.option = minAvailable
+	switch {
+	case minAvailable > 0:
+		g.minAvail = minAvailable
+	case minAvailable == 0 && memTotal > 0:
+		g.minAvail = memTotal / 100 * DefaultMinAvailablePercent
+	}
+	var l memLook = systemLook()
+	g.look.Store(&l)
+}
+
+// cgroupFloor is the headroom the guard keeps under a cgroup limit.
+func (g *guard) cgroupFloor(limit int64) int64 {
+	switch {
+	case g.option > 0:
+		return min(g.option, limit)
+	case g.option == 0:
+		return limit / 100 * DefaultMinAvailablePercent
+	}
+	return 0
+}
+
+// check returns why growing by n bytes must not happen now (an error
+// matching ErrLowMemory and ErrBudget), or nil.
+func (g *guard) check(n int64) error {
+	v := (*g.look.Load())()
+	if g.minAvail > 0 && v.avail >= 0 && v.avail-n < g.minAvail {
+		return fmt.Errorf("%w: need %d bytes, MemAvailable %d, floor %d", ErrLowMemory, n, v.avail, g.minAvail)
+	}
+	if v.cg.limit > 0 {
+		if floor := g.cgroupFloor(v.cg.limit); v.cg.room-n < floor {
+			return &cgroupLimitError{need: n, room: v.cg.room, floor: floor, desc: v.cg.mem.String()}
+		}
+	}
+	return nil
+}
+
+// pressed reports whether a headroom is below its floor now.
+func (g *guard) pressed() bool { return g.check(0) != nil }
+
+// cgroupLimitError is the guard's error when growth would cross the
+// cgroup's limit (or its floor under it): one sentence naming the group,
+// its limit and the fix. errors.Is matches ErrLowMemory and ErrBudget.
+type cgroupLimitError struct {
+	need, room, floor int64
+	desc              string
+}
+
+func (e *cgroupLimitError) Error() string {
+	return fmt.Sprintf("pinpool: locking %d more bytes would leave %d bytes of headroom in %s, below the %d the pool keeps (locked memory counts against the cgroup, and past its limit the kernel kills the process); %s",
+		e.need, e.room-e.need, e.desc, e.floor, hostmem.RaiseCgroupLimitHint)
+}
+
+func (e *cgroupLimitError) Is(target error) bool {
+	return target == ErrLowMemory || target == ErrBudget
+}
+
+// relievePressure frees idle memory of every class, sparing what Reserve
+// keeps, when a headroom is below its floor. It returns the bytes freed.
+func (p *Pool) relievePressure() int64 {
+	co := p.core
+	if co.budget.held.Load() == 0 || !co.guard.pressed() {
+		return 0
+	}
+	var freed int64
+	for _, c := range p.classList() {
+		f, _ := c.trimClass(trimPlan{want: -1, keep: int(c.reserved.Load()), reason: TrimPressure})
+		freed += f
+	}
+	return freed
+}
