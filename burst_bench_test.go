@@ -204,4 +204,3 @@ func (nb *neighbour) report(b *testing.B) {
 	b.ReportMetric(q(0.99), "nb-p99-µs")
 	b.ReportMetric(float64(len(nb.lat)), "nb-copies")
 }
-
