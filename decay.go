@@ -1,6 +1,9 @@
 package pinpool
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // The idle policy. Memory is given back by decay, not at a cliff: a fixed
 // cap of idle buffers trimmed as soon as it is exceeded frees, at every
@@ -27,6 +30,9 @@ import "time"
 func (o *Options) maxDecay() time.Duration {
 	if o.IdleTimeout > 0 {
 		return max(o.IdleTimeout, o.IdleDecay)
+	}
+	if o.IdleDecay > math.MaxInt64/16 {
+		return math.MaxInt64
 	}
 	return 16 * o.IdleDecay
 }
@@ -97,6 +103,10 @@ func (c *class) regrown(t int64, maxDecay time.Duration) {
 		return
 	}
 	if c.decayed.CompareAndSwap(last, 0) { // once per decay free
-		c.decay.Store(min(2*d, int64(maxDecay)))
+		next := int64(maxDecay)
+		if d <= next/2 {
+			next = 2 * d
+		}
+		c.decay.Store(max(next, d))
 	}
 }

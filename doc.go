@@ -46,9 +46,26 @@
 // at once. The system guard (Options.MinAvailable) refuses growth that would
 // take the machine's available memory below a floor (ErrLowMemory, which is
 // also ErrBudget), and on the host backend the RLIMIT_MEMLOCK allowance
-// bounds the pool like a budget. Idle memory goes back to the backend in the
-// background, whole allocations at a time, beyond Options.MaxIdle buffers
-// per class or after Options.IdleTimeout unused, and at once on Pool.Trim.
+// bounds the pool like a budget. Inside a container the guard also keeps
+// growth under the cgroup's memory limit (locked pages count against it,
+// and past it the kernel kills the process): a growth that would cross it
+// waits or fails like an over-budget request, with the group, its limit
+// and the fix in the error.
+//
+// # Giving memory back
+//
+// Every allocation and free of pinned memory takes the driver's locks and
+// stalls the process's other CUDA calls, so the pool gives memory back by
+// decay, not at a cliff. Idle buffers above Options.MaxIdle per class (32,
+// the seed's bound) are freed, whole allocations at a time, once none of
+// their allocation was handed out for the class's decay time
+// (Options.IdleDecay, 5 seconds); a class that has to grow again soon after
+// such a free doubles its decay time. So a load that breathes keeps the
+// memory of its peak, and at rest at most MaxIdle buffers per class stay
+// idle until Options.IdleTimeout (30 seconds) frees the rest. When the
+// system's or the cgroup's headroom falls below Options.MinAvailable, the
+// pool frees its idle memory within 50 ms. Pool.Trim frees it at once.
+// Stats.TrimsBy counts the frees by reason.
 //
 // # Fences
 //

@@ -19,11 +19,16 @@ type Options struct {
 	// cap; otherwise at least 4096.
 	Budget int64
 
-	// MinAvailable is the system guard: the pool refuses to grow when that
-	// would take the system's MemAvailable (/proc/meminfo) below this many
-	// bytes, since locked memory cannot be swapped and a host that runs
-	// out of it freezes. Zero means the default, 3% of MemTotal; a negative
-	// value turns the guard off.
+	// MinAvailable is the memory guard's floor: the pool refuses to grow
+	// (Get waits, TryGet fails with ErrLowMemory) when that would take the
+	// system's MemAvailable (/proc/meminfo), or the headroom under the
+	// memory limit of the cgroup the process runs in, below this many
+	// bytes, and frees its idle memory when either falls below it, since
+	// locked memory cannot be swapped: a host that runs out of it freezes,
+	// a container that crosses its limit is killed. Zero means the
+	// default, 3% of MemTotal for the system and 3% of the cgroup's limit
+	// for the cgroup; a negative value turns the guard off, except that
+	// growth never crosses the cgroup's limit itself.
 	MinAvailable int64
 
 	// Exact makes every distinct request size (rounded up to whole pages)

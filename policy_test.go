@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -358,4 +359,41 @@ func TestAdvPolicyRacesClose(t *testing.T) {
 		}
 	}
 	errs.report(t)
+}
+
+// TestDecayLimits checks the decay arithmetic at its edges: the longest
+// decay a class adapts to, and the doubling, never overflow.
+func TestDecayLimits(t *testing.T) {
+	for _, tc := range []struct {
+		decay, timeout, want time.Duration
+	}{
+		{5 * time.Second, 30 * time.Second, 30 * time.Second},
+		{time.Hour, time.Millisecond, time.Hour},
+		{time.Second, -1, 16 * time.Second},
+		{math.MaxInt64, -1, math.MaxInt64},
+		{math.MaxInt64 / 16, -1, math.MaxInt64 / 16 * 16},
+	} {
+		o := Options{IdleDecay: tc.decay, IdleTimeout: tc.timeout}
+		if got := o.maxDecay(); got != tc.want {
+			t.Errorf("maxDecay(%v, %v) = %v, want %v", tc.decay, tc.timeout, got, tc.want)
+		}
+		if tick := o.idleTick(); tick < 10*time.Millisecond || tick > time.Second {
+			t.Errorf("idleTick(%v, %v) = %v", tc.decay, tc.timeout, tick)
+		}
+	}
+	for _, tc := range []struct {
+		d, max, want int64
+	}{
+		{1, 10, 2}, {5, 10, 10}, {6, 10, 10}, {10, 10, 10},
+		{math.MaxInt64 - 1, math.MaxInt64, math.MaxInt64},
+		{math.MaxInt64 / 2, math.MaxInt64, math.MaxInt64 - 1},
+	} {
+		c := &class{}
+		c.decay.Store(tc.d)
+		c.decayed.Store(100)
+		c.regrown(100, time.Duration(tc.max))
+		if got := c.decay.Load(); got != tc.want {
+			t.Errorf("regrown with decay %d, max %d: %d, want %d", tc.d, tc.max, got, tc.want)
+		}
+	}
 }

@@ -104,8 +104,8 @@ func (pc *procCache) get() entry {
 
 // put caches a released idle buffer on the calling processor: in its
 // private array, else its stack, spilling half the stack to the central
-// list when full. It returns true when the central list received entries.
-func (pc *procCache) put(e entry) bool {
+// list when full.
+func (pc *procCache) put(e entry) {
 	pid := runtimeProcPin()
 	if pid < len(pc.locals) {
 		l := &pc.locals[pid]
@@ -115,7 +115,7 @@ func (pc *procCache) put(e entry) bool {
 			l.n++
 			l.owner.unlock()
 			runtimeProcUnpin()
-			return false
+			return
 		}
 		l.owner.unlock()
 		runtimeProcUnpin()
@@ -125,7 +125,7 @@ func (pc *procCache) put(e entry) bool {
 		if len(st.items) < stackCap {
 			st.items = append(st.items, e)
 			st.mu.Unlock()
-			return false
+			return
 		}
 		var spill [stackCap / 2]entry
 		k := copy(spill[:], st.items[len(st.items)-len(spill):])
@@ -133,11 +133,10 @@ func (pc *procCache) put(e entry) bool {
 		st.items = append(st.items[:len(st.items)-k], e)
 		st.mu.Unlock()
 		pc.central.push(spill[:k]...)
-		return true
+		return
 	}
 	runtimeProcUnpin()
 	pc.central.push(e)
-	return true
 }
 
 // putShared caches an idle buffer in the central list, for buffers that
@@ -163,13 +162,6 @@ func (pc *procCache) getShared() entry {
 		}
 	}
 	return entry{}
-}
-
-// centralLen is the length of the central list.
-func (pc *procCache) centralLen() int {
-	pc.central.mu.Lock()
-	defer pc.central.mu.Unlock()
-	return len(pc.central.items)
 }
 
 // clean drops the entries of the shared tiers that no longer lead to an
