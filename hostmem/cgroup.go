@@ -377,7 +377,8 @@ func cgroupParseError(name string, b []byte, err error) error {
 
 // parseCgroupLimit parses a limit file (memory.max, memory.high,
 // memory.limit_in_bytes): a number of bytes or "max". It returns 0 for no
-// limit: "max", or a value >= 1<<62 (v1's "unlimited").
+// limit: "max", or a value >= 1<<62 (v1's "unlimited"). A limit of 0, under
+// which no process could be running, reads as none as well.
 func parseCgroupLimit(b []byte) (int64, error) {
 	s := strings.TrimSpace(string(b))
 	if s == "max" {
