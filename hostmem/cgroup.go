@@ -103,6 +103,7 @@ func ReadCgroupMemoryAt(root string) (CgroupMemory, error) {
 // stat files: a few microseconds. Its methods may be called concurrently.
 type CgroupReader struct {
 	version int
+	dir     string        // the process's group
 	levels  []cgroupLevel // the process's group first, then its ancestors up to the mount point
 
 	mu  sync.Mutex
@@ -195,7 +196,7 @@ func (r *CgroupReader) Read() (CgroupMemory, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	best := CgroupMemory{Version: r.version}
+	best := CgroupMemory{Version: r.version, Path: r.dir}
 	bestRoom, found := int64(0), false
 	for i, l := range r.levels {
 		var limit int64
@@ -218,7 +219,6 @@ func (r *CgroupReader) Read() (CgroupMemory, error) {
 		}
 		if l.usage == "" {
 			if limit == 0 {
-				best.Path = l.dir
 				continue
 			}
 			return CgroupMemory{}, fmt.Errorf("%w: %s has a limit in %s but no usage file", ErrCgroup, l.dir, limitFile)
@@ -298,6 +298,7 @@ func (r *CgroupReader) walk(version int, point, rel string) error {
 	if version == 2 {
 		limitNames, usageName, statName = []string{"memory.max", "memory.high"}, "memory.current", "inactive_file"
 	}
+	r.dir = filepath.Join(point, rel)
 	for {
 		dir := filepath.Join(point, rel)
 		l := cgroupLevel{dir: dir, statName: statName}
@@ -488,8 +489,9 @@ func parseMountInfo(b []byte) ([]mountInfo, error) {
 }
 
 // parseMountInfoLine parses "36 35 98:0 /root /mnt opts [optional...] - fstype source superopts".
+// Fields are split at the characters the kernel escapes in paths.
 func parseMountInfoLine(line string) (mountInfo, error) {
-	f := strings.Fields(line)
+	f := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
 	sep := -1
 	for i := 6; i < len(f); i++ {
 		if f[i] == "-" {
