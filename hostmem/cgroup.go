@@ -95,30 +95,39 @@ func ReadCgroupMemoryAt(root string) (CgroupMemory, error) {
 	if err != nil {
 		return CgroupMemory{}, err
 	}
+	defer r.Close()
 	return r.Read()
 }
 
-// CgroupReader remembers where the memory files of this process's cgroup
-// and its ancestors are, so that Read re-reads only the limit, usage and
-// stat files: a few microseconds. Its methods may be called concurrently.
+// CgroupReader keeps open the memory files of this process's cgroup and
+// its ancestors, so that Read re-reads only the limit, usage and stat files
+// and opens none. Close it when done. Its methods may be called
+// concurrently.
 type CgroupReader struct {
 	version int
+	dir     string        // the process's group
 	levels  []cgroupLevel // the process's group first, then its ancestors up to the mount point
 
-	mu  sync.Mutex
-	buf []byte
+	mu     sync.Mutex
+	buf    []byte
+	closed bool
 }
 
-// cgroupLevel is one group directory and which of its memory files exist.
+// cgroupLevel is one group directory and those of its memory files that
+// exist.
 type cgroupLevel struct {
 	dir      string
-	limits   []cgroupFile // memory.max, memory.high (v2); memory.limit_in_bytes (v1)
-	usage    string       // "" when absent (the v2 root)
-	stat     string       // "" when absent
-	statName string       // the memory.stat key of the reclaimable page cache
+	limits   []*cgroupFile // memory.max, memory.high (v2); memory.limit_in_bytes (v1)
+	usage    *cgroupFile   // nil when absent (the v2 root)
+	stat     *cgroupFile   // nil when absent
+	statName string        // the memory.stat key of the reclaimable page cache
 }
 
-type cgroupFile struct{ path, name string }
+// cgroupFile is an open cgroup file, read again from offset 0 each time.
+type cgroupFile struct {
+	f    *os.File
+	name string // base name, e.g. memory.max
+}
 
 // NewCgroupReader finds the cgroup of this process under root ("/" for the
 // real system): its path from proc/self/cgroup, the mount of its hierarchy
@@ -132,9 +141,9 @@ type cgroupFile struct{ path, name string }
 // error: nothing is known to bound the process besides RAM. A file that
 // exists but cannot be read or parsed is an error wrapping ErrCgroup.
 //
-// The files found are remembered: a group removed later, or a process moved
-// to another group, makes Read fail (wrapping ErrCgroup and
-// fs.ErrNotExist); make a new reader then.
+// The files found are kept open (up to four a level): a process moved to
+// another group later is still read in its old one, and a group removed
+// makes Read fail (wrapping ErrCgroup); make a new reader then.
 func NewCgroupReader(root string) (*CgroupReader, error) {
 	if root == "" {
 		root = "/"
@@ -174,62 +183,75 @@ func NewCgroupReader(root string) (*CgroupReader, error) {
 				return nil, err
 			}
 			if has {
-				return r, r.walk(2, point, rel)
+				return r.walked(2, point, rel)
 			}
 		}
 	}
 	if paths.hasV1 {
 		if m, ok := findCgroupMount(mounts, paths.v1, isCgroup1MemoryMount); ok {
-			return r, r.walk(1, filepath.Join(root, m.point), cgroupRel(m.root, paths.v1))
+			return r.walked(1, filepath.Join(root, m.point), cgroupRel(m.root, paths.v1))
 		}
 	}
 	return r, nil
 }
 
-// Read reads the limits, usage and reclaimable page cache of every level
-// and returns the level with the least headroom. It reads at most four
-// small files per level.
+// Read reads the limits of every level, and the usage and reclaimable page
+// cache of those with a limit, and returns the level with the least
+// headroom. With no limit anywhere it reads only the usage of the process's
+// own group (Reclaimable is then 0).
 func (r *CgroupReader) Read() (CgroupMemory, error) {
 	if r.version == 0 {
 		return CgroupMemory{}, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	best := CgroupMemory{Version: r.version}
+	if r.closed {
+		return CgroupMemory{}, fmt.Errorf("%w: %s: %w", ErrCgroup, r.dir, os.ErrClosed)
+	}
+	best := CgroupMemory{Version: r.version, Path: r.dir}
 	bestRoom, found := int64(0), false
 	for i, l := range r.levels {
 		var limit int64
 		var limitFile string
 		for _, f := range l.limits {
-			b, err := r.read(f.path)
+			b, err := r.read(f)
 			if err != nil {
 				return CgroupMemory{}, err
 			}
 			v, err := parseCgroupLimit(b)
 			if err != nil {
-				return CgroupMemory{}, cgroupParseError(f.path, b, err)
+				return CgroupMemory{}, cgroupParseError(f.f.Name(), b, err)
 			}
 			if v > 0 && (limit == 0 || v < limit) {
 				limit, limitFile = v, f.name
 			}
 		}
-		if limit == 0 && i > 0 {
+		switch {
+		case limit == 0 && (i > 0 || found || l.usage == nil):
 			continue
-		}
-		if l.usage == "" {
-			if limit == 0 {
-				best.Path = l.dir
-				continue
+		case limit == 0: // the process's own group, unlimited: reported if no level has a limit
+			usage, err := r.readBytes(l.usage)
+			if err != nil {
+				return CgroupMemory{}, err
 			}
+			best.Path, best.Usage = l.dir, usage
+			continue
+		case l.usage == nil:
 			return CgroupMemory{}, fmt.Errorf("%w: %s has a limit in %s but no usage file", ErrCgroup, l.dir, limitFile)
 		}
-		usage, reclaimable, err := r.readUsage(l)
+		usage, err := r.readBytes(l.usage)
 		if err != nil {
 			return CgroupMemory{}, err
 		}
-		if limit == 0 { // the process's own group, unlimited: reported if no level has a limit
-			best.Path, best.Usage, best.Reclaimable = l.dir, usage, reclaimable
-			continue
+		var reclaimable int64
+		if l.stat != nil {
+			b, err := r.read(l.stat)
+			if err != nil {
+				return CgroupMemory{}, err
+			}
+			if reclaimable, _, err = parseCgroupStat(b, l.statName); err != nil {
+				return CgroupMemory{}, fmt.Errorf("%w: %s: %w", ErrCgroup, l.stat.f.Name(), err)
+			}
 		}
 		if room := cgroupHeadroom(limit, usage, reclaimable); !found || room < bestRoom {
 			best = CgroupMemory{Version: r.version, Path: l.dir, Limit: limit, LimitFile: limitFile, Usage: usage, Reclaimable: reclaimable}
@@ -239,110 +261,129 @@ func (r *CgroupReader) Read() (CgroupMemory, error) {
 	return best, nil
 }
 
-// readUsage reads the usage of level l and the reclaimable page cache in its
-// memory.stat (0 when the level has no memory.stat or the key is missing).
-func (r *CgroupReader) readUsage(l cgroupLevel) (usage, reclaimable int64, err error) {
-	b, err := r.read(l.usage)
-	if err != nil {
-		return 0, 0, err
+// Close closes the files r keeps open. Read fails after it.
+func (r *CgroupReader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
 	}
-	if usage, err = parseCgroupBytes(b); err != nil {
-		return 0, 0, cgroupParseError(l.usage, b, err)
+	r.closed = true
+	var errs []error
+	for _, l := range r.levels {
+		for _, f := range append(l.limits, l.usage, l.stat) {
+			if f != nil {
+				errs = append(errs, f.f.Close())
+			}
+		}
 	}
-	if l.stat == "" {
-		return usage, 0, nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrCgroup, err)
 	}
-	if b, err = r.read(l.stat); err != nil {
-		return 0, 0, err
-	}
-	reclaimable, _, err = parseCgroupStat(b, l.statName)
-	if err != nil {
-		return 0, 0, fmt.Errorf("%w: %s: %w", ErrCgroup, l.stat, err)
-	}
-	return usage, reclaimable, nil
+	return nil
 }
 
-// read reads a small file into r.buf, which it grows as needed.
-func (r *CgroupReader) read(name string) ([]byte, error) {
-	f, err := os.Open(name)
+// readBytes reads a usage file.
+func (r *CgroupReader) readBytes(f *cgroupFile) (int64, error) {
+	b, err := r.read(f)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCgroup, err)
+		return 0, err
 	}
-	defer f.Close()
+	v, err := parseCgroupBytes(b)
+	if err != nil {
+		return 0, cgroupParseError(f.f.Name(), b, err)
+	}
+	return v, nil
+}
+
+// read reads f from offset 0 into r.buf, which it grows as needed. A cgroup
+// file read from offset 0 shows the values of now.
+func (r *CgroupReader) read(f *cgroupFile) ([]byte, error) {
 	if r.buf == nil {
-		r.buf = make([]byte, 0, 8<<10)
+		r.buf = make([]byte, 8<<10)
 	}
-	b := r.buf[:0]
 	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := f.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
+		n, err := f.f.ReadAt(r.buf, 0)
 		if err == io.EOF {
-			break
+			return r.buf[:n], nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrCgroup, err)
 		}
+		r.buf = make([]byte, 2*len(r.buf)) // filled: there may be more
 	}
-	r.buf = b[:0]
-	return b, nil
 }
 
-// walk records the memory files of the group at rel under the mount point
-// and of each ancestor up to the mount point. Levels with none of the files
-// are left out.
+// walked is r after walk, or nil and walk's error.
+func (r *CgroupReader) walked(version int, point, rel string) (*CgroupReader, error) {
+	if err := r.walk(version, point, rel); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// walk opens the memory files of the group at rel under the mount point
+// and of each ancestor up to the mount point. Levels with no limit or usage
+// file are left out.
 func (r *CgroupReader) walk(version int, point, rel string) error {
 	limitNames, usageName, statName := []string{"memory.limit_in_bytes"}, "memory.usage_in_bytes", "total_inactive_file"
 	if version == 2 {
 		limitNames, usageName, statName = []string{"memory.max", "memory.high"}, "memory.current", "inactive_file"
 	}
+	r.dir = filepath.Join(point, rel)
+	r.version = version // so that Close closes what was opened
 	for {
 		dir := filepath.Join(point, rel)
 		l := cgroupLevel{dir: dir, statName: statName}
+		var err error
 		for _, n := range limitNames {
-			p := filepath.Join(dir, n)
-			if ok, err := fileExists(p); err != nil {
-				return err
-			} else if ok {
-				l.limits = append(l.limits, cgroupFile{p, n})
+			var f *cgroupFile
+			if f, err = openCgroupFile(dir, n); f != nil {
+				l.limits = append(l.limits, f)
+			}
+			if err != nil {
+				break
 			}
 		}
-		for _, f := range []struct {
-			dst  *string
-			name string
-		}{{&l.usage, usageName}, {&l.stat, "memory.stat"}} {
-			p := filepath.Join(dir, f.name)
-			if ok, err := fileExists(p); err != nil {
-				return err
-			} else if ok {
-				*f.dst = p
-			}
+		if err == nil {
+			l.usage, err = openCgroupFile(dir, usageName)
 		}
-		if len(l.limits) > 0 || l.usage != "" {
-			r.levels = append(r.levels, l)
+		if err == nil {
+			l.stat, err = openCgroupFile(dir, "memory.stat")
+		}
+		r.levels = append(r.levels, l)
+		if err != nil {
+			r.Close()
+			return err
 		}
 		if rel == "/" {
 			break
 		}
 		rel = path.Dir(rel)
 	}
-	r.version = version
+	levels := r.levels[:0]
+	for _, l := range r.levels {
+		if len(l.limits) > 0 || l.usage != nil {
+			levels = append(levels, l)
+		} else if l.stat != nil {
+			l.stat.f.Close()
+		}
+	}
+	r.levels = levels
 	return nil
 }
 
-// fileExists reports whether name exists; an error other than "does not
-// exist" wraps ErrCgroup.
-func fileExists(name string) (bool, error) {
-	_, err := os.Stat(name)
+// openCgroupFile opens dir/name; it returns nil and no error when the file
+// does not exist.
+func openCgroupFile(dir, name string) (*cgroupFile, error) {
+	f, err := os.Open(filepath.Join(dir, name))
 	switch {
 	case err == nil:
-		return true, nil
+		return &cgroupFile{f, name}, nil
 	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
+		return nil, nil
 	}
-	return false, fmt.Errorf("%w: %w", ErrCgroup, err)
+	return nil, fmt.Errorf("%w: %w", ErrCgroup, err)
 }
 
 // cgroup2HasMemory reports whether cgroup.controllers in dir (or, when dir
@@ -377,7 +418,8 @@ func cgroupParseError(name string, b []byte, err error) error {
 
 // parseCgroupLimit parses a limit file (memory.max, memory.high,
 // memory.limit_in_bytes): a number of bytes or "max". It returns 0 for no
-// limit: "max", or a value >= 1<<62 (v1's "unlimited").
+// limit: "max", or a value >= 1<<62 (v1's "unlimited"). A limit of 0, under
+// which no process could be running, reads as none as well.
 func parseCgroupLimit(b []byte) (int64, error) {
 	s := strings.TrimSpace(string(b))
 	if s == "max" {
@@ -487,8 +529,9 @@ func parseMountInfo(b []byte) ([]mountInfo, error) {
 }
 
 // parseMountInfoLine parses "36 35 98:0 /root /mnt opts [optional...] - fstype source superopts".
+// Fields are split at the characters the kernel escapes in paths.
 func parseMountInfoLine(line string) (mountInfo, error) {
-	f := strings.Fields(line)
+	f := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
 	sep := -1
 	for i := 6; i < len(f); i++ {
 		if f[i] == "-" {
