@@ -43,14 +43,18 @@ const cgroupNoLimit = 1 << 62
 // already fill leaves less room than the process's own group. Limit,
 // LimitFile, Usage and Reclaimable all belong to that one level (Path), so
 // that Headroom is what the kernel will allow there. With no limit at any
-// level, Path, Usage and Reclaimable are those of the process's own group.
+// level, Path and Usage are those of the process's own group.
+//
+// Only the levels inside the cgroup mount are seen: a container whose mount
+// shows its own group as the root (a cgroup namespace, or a v1 bind mount)
+// cannot see a limit set on its pod or any group above it.
 type CgroupMemory struct {
 	Version     int    `json:"cgroup_version"`              // 1 or 2; 0: no cgroup memory controller found
 	Path        string `json:"cgroup_path,omitempty"`       // the group's directory, e.g. /sys/fs/cgroup/kubepods.slice/pod1/ctr
 	Limit       int64  `json:"cgroup_limit_bytes"`          // the binding limit in bytes; 0: no limit
 	LimitFile   string `json:"cgroup_limit_file,omitempty"` // the file that set it: memory.max, memory.high or memory.limit_in_bytes
 	Usage       int64  `json:"cgroup_usage_bytes"`          // memory.current (v2), memory.usage_in_bytes (v1)
-	Reclaimable int64  `json:"cgroup_reclaimable_bytes"`    // inactive_file (v2), total_inactive_file (v1) in memory.stat: page cache the kernel drops before it kills
+	Reclaimable int64  `json:"cgroup_reclaimable_bytes"`    // inactive_file (v2), total_inactive_file (v1) in memory.stat: page cache the kernel drops before it kills (0 with no limit)
 }
 
 // Headroom returns how many more bytes the group can be charged before it

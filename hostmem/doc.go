@@ -9,5 +9,9 @@
 //
 // Locked memory counts against RLIMIT_MEMLOCK (see [LockLimit]) unless the
 // process has CAP_IPC_LOCK; [LockedBytes] reports how much this process has
-// locked (VmLck in /proc/self/status).
+// locked (VmLck in /proc/self/status). Locked pages are charged to the
+// process's cgroup as well and cannot be reclaimed, so past the cgroup's
+// memory limit the kernel throttles or OOM-kills the process;
+// [CgroupReader] reads that limit and the headroom it leaves
+// ([ReadCgroupMemory] once).
 package hostmem
