@@ -156,3 +156,15 @@ func TestCgroupLimitRefusesGrowth(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkGuardLook measures one look of the memory guard at this
+// machine (/proc/meminfo and the cgroup's files): the janitor takes one
+// every pressureTick while the pool holds memory, so its CPU share is
+// ns/op × 20 per second.
+func BenchmarkGuardLook(b *testing.B) {
+	look := systemLook()
+	for b.Loop() {
+		look()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)*float64(time.Second/pressureTick)/1e9*100, "%core-at-20Hz")
+}

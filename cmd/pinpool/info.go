@@ -38,6 +38,10 @@ type hostInfo struct {
 	MemlockHard uint64 `json:"rlimit_memlock_hard_bytes"`
 	ProcLocked  uint64 `json:"process_locked_bytes"` // VmLck of this process
 	CapIPCLock  bool   `json:"cap_ipc_lock"`         // the limit does not bound this process
+	// Cgroup is the memory limit of this process's cgroup (nil when it
+	// could not be read: CgroupError says why).
+	Cgroup      *hostmem.CgroupMemory `json:"cgroup,omitempty"`
+	CgroupError string                `json:"cgroup_error,omitempty"`
 }
 
 func (c *infoCmd) Run(g *globals) error {
@@ -93,6 +97,11 @@ func gatherInfo() (*infoReport, error) {
 	if r.Host.CapIPCLock, err = hostmem.CanLockBeyondLimit(); err != nil {
 		return nil, err
 	}
+	if cg, err := hostmem.ReadCgroupMemory(); err != nil {
+		r.Host.CgroupError = err.Error()
+	} else {
+		r.Host.Cgroup = &cg
+	}
 	return r, nil
 }
 
@@ -128,7 +137,20 @@ func (r *infoReport) writeText(w io.Writer) error {
 	fmt.Fprintf(tw, "host memory:\ttotal %s, available %s, locked system-wide (Mlocked) %s\n", units.Limit(h.Total), units.Limit(h.Available), units.Limit(h.Mlocked))
 	fmt.Fprintf(tw, "RLIMIT_MEMLOCK:\tsoft %s, hard %s%s\n", units.Limit(h.MemlockSoft), units.Limit(h.MemlockHard), lockLimitNote(h))
 	fmt.Fprintf(tw, "this process locked:\t%s\n", units.Limit(h.ProcLocked))
+	fmt.Fprintf(tw, "cgroup:\t%s\n", cgroupLine(h.Cgroup, h.CgroupError))
 	return tw.Flush()
+}
+
+// cgroupLine describes the cgroup's memory limit for info and monitor,
+// with what it means for pinned memory when there is one.
+func cgroupLine(cg *hostmem.CgroupMemory, readErr string) string {
+	switch {
+	case cg == nil:
+		return "unreadable: " + readErr
+	case cg.Limit <= 0:
+		return cg.String()
+	}
+	return cg.String() + "; pinned memory counts against it (pools stop growing short of it)"
 }
 
 // lockLimitNote says whether RLIMIT_MEMLOCK bounds the host backend here,

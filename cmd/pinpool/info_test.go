@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pinpool/pinpool/cuda"
+	"github.com/pinpool/pinpool/hostmem"
 )
 
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -87,5 +88,27 @@ func TestInfoWithoutDriver(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "host backend") || !strings.Contains(string(out), "host memory:") {
 		t.Fatalf("output:\n%s", out)
+	}
+}
+
+func TestCgroupLine(t *testing.T) {
+	limited := &hostmem.CgroupMemory{Version: 2, Path: "/sys/fs/cgroup/app", Limit: 8 << 30, LimitFile: "memory.max", Usage: 2 << 30}
+	free := &hostmem.CgroupMemory{Version: 1, Path: "/sys/fs/cgroup/memory/x", Usage: 1 << 20}
+	for _, tc := range []struct {
+		cg   *hostmem.CgroupMemory
+		err  string
+		want []string
+	}{
+		{limited, "", []string{"/sys/fs/cgroup/app", "memory.max 8 GiB", "pinned memory counts against it"}},
+		{free, "", []string{"no memory limit"}},
+		{&hostmem.CgroupMemory{}, "", []string{"no cgroup memory controller"}},
+		{nil, "hostmem: cannot read cgroup memory limits: /sys/fs/cgroup/memory.max", []string{"unreadable", "memory.max"}},
+	} {
+		got := cgroupLine(tc.cg, tc.err)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("cgroupLine = %q, want it to contain %q", got, w)
+			}
+		}
 	}
 }

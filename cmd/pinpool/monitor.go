@@ -41,6 +41,8 @@ type monitorCmd struct {
 	PID       int           `name:"pid" placeholder:"PID" help:"Also show this process's locked (VmLck) and pinned (VmPin) memory, and its RLIMIT_MEMLOCK."`
 	WarnBelow string        `default:"3%" placeholder:"BYTES|N%" help:"Floor for MemAvailable, in bytes (64MiB, 2GiB) or percent of MemTotal; the default, 3%, is the pool's guard (pinpool.Options.MinAvailable). A WARNING is printed when MemAvailable is below twice the floor; 0 turns warnings off."`
 	JSON      bool          `help:"Print one JSON object per sample, one per line."`
+
+	cgroup *hostmem.CgroupReader // this process's cgroup, opened once by Run; nil: none to read
 }
 
 // Validate checks the flags; kong reports its error as a usage error.
@@ -86,8 +88,9 @@ type monitorSample struct {
 	MemlockHard uint64 `json:"rlimit_memlock_hard_bytes"`
 	Warning     string `json:"warning,omitempty"`
 
-	Process *processSample `json:"process,omitempty"` // with --pid
-	GPUs    []gpuSample    `json:"gpus,omitempty"`
+	Process *processSample        `json:"process,omitempty"` // with --pid
+	GPUs    []gpuSample           `json:"gpus,omitempty"`
+	Cgroup  *hostmem.CgroupMemory `json:"cgroup,omitempty"` // of the monitor's own cgroup (pinned memory counts against it)
 }
 
 // processSample is what /proc/PID/status says about locked memory.
@@ -138,6 +141,12 @@ func (c *monitorCmd) Run(g *globals) error {
 		}
 	}
 
+	if r, err := hostmem.NewCgroupReader("/"); err == nil {
+		c.cgroup = r
+		defer r.Close()
+	} else {
+		fmt.Fprintf(g.stderr, "cgroup memory limit not shown: %v\n", err)
+	}
 	return c.loop(g.ctx, g.stdout, gpus, floorBytes, floorPercent, !c.JSON && isTerminal(g.stdout))
 }
 
@@ -212,6 +221,16 @@ func (c *monitorCmd) sample(gpus []*cuda.Context, floorBytes int64, floorPercent
 		s.Floor = uint64(float64(s.Total) * floorPercent / 100)
 	}
 	s.Warning = memWarning(s.MemInfo, s.Floor)
+	if c.cgroup != nil {
+		cg, err := c.cgroup.Read()
+		if err != nil {
+			return nil, err
+		}
+		s.Cgroup = &cg
+		if s.Warning == "" {
+			s.Warning = cgroupWarning(cg, floorBytes, floorPercent)
+		}
+	}
 	if c.PID > 0 {
 		if s.Process, err = readProcess(c.PID); err != nil {
 			return nil, err
@@ -248,6 +267,29 @@ func memWarning(m hostmem.MemInfo, floor uint64) string {
 		units.Limit(m.Available), units.Limit(floor), units.Limit(m.Available-floor), why)
 }
 
+// cgroupWarning is memWarning for the cgroup's headroom: the floor is
+// --warn-below in bytes, or its percentage of the cgroup's limit (as the
+// pool's guard does). "" with no limit or no floor.
+func cgroupWarning(cg hostmem.CgroupMemory, floorBytes int64, floorPercent float64) string {
+	if cg.Limit <= 0 {
+		return ""
+	}
+	floor := floorBytes
+	if floorPercent > 0 {
+		floor = int64(float64(cg.Limit) * floorPercent / 100)
+	}
+	room := cg.Headroom()
+	switch {
+	case floor <= 0 || room >= 2*floor:
+		return ""
+	case room < floor:
+		return fmt.Sprintf("cgroup headroom %s is below the floor %s: pinpool pools refuse to grow; %s",
+			units.Size(room), units.Size(floor), hostmem.RaiseCgroupLimitHint)
+	}
+	return fmt.Sprintf("cgroup headroom %s is near the floor %s: past the limit the kernel kills the process",
+		units.Size(room), units.Size(floor))
+}
+
 // line is the sample as one line of text (plus a WARNING line when there is
 // a warning), for pipes and files.
 func (s *monitorSample) line() string {
@@ -260,6 +302,9 @@ func (s *monitorSample) line() string {
 	}
 	for _, g := range s.GPUs {
 		fmt.Fprintf(&b, "; GPU %d used %s of %s", g.Device, units.Limit(g.Used), units.Limit(g.Total))
+	}
+	if cg := s.Cgroup; cg != nil && cg.Limit > 0 {
+		fmt.Fprintf(&b, "; cgroup %s %s, headroom %s", cg.LimitFile, units.Size(cg.Limit), units.Size(cg.Headroom()))
 	}
 	b.WriteByte('\n')
 	if s.Warning != "" {
@@ -288,6 +333,9 @@ func (s *monitorSample) writeBlock(w io.Writer, every time.Duration) error {
 	}
 	for _, g := range s.GPUs {
 		fmt.Fprintf(tw, "GPU %d:\tused %s of %s\n", g.Device, units.Limit(g.Used), units.Limit(g.Total))
+	}
+	if s.Cgroup != nil {
+		fmt.Fprintf(tw, "cgroup:\t%s\n", s.Cgroup)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

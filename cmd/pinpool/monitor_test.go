@@ -280,3 +280,31 @@ func TestParseLockLimit(t *testing.T) {
 		t.Error("bad numbers: no error")
 	}
 }
+
+func TestCgroupWarning(t *testing.T) {
+	const gib = 1 << 30
+	cg := func(limit, usage int64) hostmem.CgroupMemory {
+		return hostmem.CgroupMemory{Version: 2, Path: "/sys/fs/cgroup/app", Limit: limit, LimitFile: "memory.max", Usage: usage}
+	}
+	for _, tc := range []struct {
+		name    string
+		cg      hostmem.CgroupMemory
+		bytes   int64
+		percent float64
+		want    string // substring; "" for no warning
+	}{
+		{"no limit", cg(0, 5*gib), 0, 3, ""},
+		{"plenty", cg(8*gib, 1*gib), 0, 3, ""},
+		{"near the 3% floor", cg(100*gib, 95*gib), 0, 3, "near the floor"},
+		{"below the 3% floor", cg(100*gib, 98*gib), 0, 3, "below the floor"},
+		{"below a byte floor", cg(8*gib, 8*gib-100<<20), 256 << 20, 0, "raise the container's memory limit"},
+		{"warnings off", cg(8*gib, 8*gib), 0, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := cgroupWarning(tc.cg, tc.bytes, tc.percent)
+			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Fatalf("cgroupWarning = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
