@@ -22,9 +22,9 @@ bin=.gpu/pool
 } >"$out/machine.txt" 2>&1
 status=0
 for m in hostalloc register; do
-	PINPOOL_TEST_BACKEND=$m "$bin/pinpool.test" -test.count=1 -test.timeout=5m \
+	PINPOOL_TEST_BACKEND=$m "$bin/pinpool.test" -test.v -test.count=1 -test.timeout=5m \
 		-test.run "${RUN:-GPU|Burst|Decay|Pressure|Cgroup|Budget|Reserve|Trim|MaxIdle|IdleTimeout|Adv}" >"$out/test-$m.txt" 2>&1 || status=1
-	tail -3 "$out/test-$m.txt" | sed "s/^/test $m: /"
+	printf "test %s: %s passed, %s failed\n" $m "$(grep -c -- "--- PASS" "$out/test-$m.txt")" "$(grep -c -- "--- FAIL" "$out/test-$m.txt")"
 done
 "$bin/pinpool.test" -test.run '^$' -test.bench "${BENCH:-Burst}" -test.benchtime "${BENCHTIME:-2s}" -test.count "${COUNT:-1}" >"$out/bench-burst.txt" 2>&1 || status=1
 grep -c '^Benchmark' "$out/bench-burst.txt" | sed 's/^/benchmarks: /'
