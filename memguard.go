@@ -1,6 +1,7 @@
 package pinpool
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -85,10 +86,17 @@ func (g *guard) check(n int64) error {
 	}
 	if v.cg.limit > 0 {
 		if floor := g.cgroupFloor(v.cg.limit); v.cg.room-n < floor {
-			return &cgroupLimitError{need: n, room: v.cg.room, floor: floor, desc: v.cg.mem.String()}
+			return &cgroupLimitError{need: n, room: v.cg.room, floor: floor, never: n > v.cg.limit-floor, desc: v.cg.mem.String()}
 		}
 	}
 	return nil
+}
+
+// hopeless reports whether err is a guard refusal that no release or
+// wait can lift: the request alone is more than the cgroup allows.
+func hopeless(err error) bool {
+	var ce *cgroupLimitError
+	return errors.As(err, &ce) && ce.never
 }
 
 // pressed reports whether a headroom is below its floor now.
@@ -99,10 +107,15 @@ func (g *guard) pressed() bool { return g.check(0) != nil }
 // its limit and the fix. errors.Is matches ErrLowMemory and ErrBudget.
 type cgroupLimitError struct {
 	need, room, floor int64
+	never             bool // need is more than the limit allows at all: waiting is useless
 	desc              string
 }
 
 func (e *cgroupLimitError) Error() string {
+	if e.never {
+		return fmt.Sprintf("pinpool: locking %d bytes at once is more than %s allows, keeping %d bytes of headroom; %s",
+			e.need, e.desc, e.floor, hostmem.RaiseCgroupLimitHint)
+	}
 	return fmt.Sprintf("pinpool: locking %d more bytes would leave %d bytes of headroom in %s, below the %d the pool keeps (locked memory counts against the cgroup, and past its limit the kernel kills the process); %s",
 		e.need, e.room-e.need, e.desc, e.floor, hostmem.RaiseCgroupLimitHint)
 }

@@ -168,3 +168,27 @@ func BenchmarkGuardLook(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)*float64(time.Second/pressureTick)/1e9*100, "%core-at-20Hz")
 }
+
+// TestCgroupLimitTooSmall checks that a Get larger than the cgroup's whole
+// limit fails at once instead of waiting for room that cannot come.
+func TestCgroupLimitTooSmall(t *testing.T) {
+	p, _ := newTestPool(t, Options{SlabMax: -1, GrowCount: 1})
+	var m fakeMem
+	m.avail.Store(-1)
+	m.cgLimit.Store(2 << 20)
+	m.cgRoom.Store(2 << 20)
+	m.install(p)
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Get(context.Background(), 4<<20)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrLowMemory) || !strings.Contains(err.Error(), "at once is more than") {
+			t.Fatalf("Get of 4 MiB under a 2 MiB cgroup: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Get of 4 MiB under a 2 MiB cgroup waits for room that cannot come")
+	}
+}

@@ -267,7 +267,7 @@ func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (Buffer,
 		if err == nil {
 			return p.handOutSlot(s, n), nil
 		}
-		if !wait || !errors.Is(err, ErrBudget) {
+		if !wait || !errors.Is(err, ErrBudget) || hopeless(err) {
 			return Buffer{}, err
 		}
 		if !waiting { // register, then look once more before sleeping
