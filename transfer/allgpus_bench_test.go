@@ -155,14 +155,13 @@ func BenchmarkAllGPUs(b *testing.B) {
 	ctx := context.Background()
 	nd := len(a.gs)
 	for _, cf := range []struct {
-		w      int
-		stores stagingStores
-		name   string
-	}{{8, storesAuto, ""}, {8, storesStreaming, "/stores=nt"}, {16, storesAuto, ""}} {
+		w    int
+		name string
+	}{{8, ""}, {16, ""}} {
 		w := cf.w
 		cs := make([]*Copier, nd)
 		for i, g := range a.gs {
-			cs[i] = g.copier(b, Options{Workers: w, DirectBelow: -1, Prewarm: true, stores: cf.stores})
+			cs[i] = g.copier(b, Options{Lanes: w, DirectBelow: -1, Prewarm: true})
 		}
 		k := min(w*nd, runtime.NumCPU())
 		rings := make([][]byte, k)

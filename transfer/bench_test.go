@@ -306,12 +306,9 @@ func BenchmarkHostCopy(b *testing.B) {
 // BenchmarkStagedTuning sweeps the staged path's lanes, chunk size and
 // window on 64 MiB and 256 MiB, to find what limits it (see
 // BenchmarkHostCopy). Small windows keep the staging buffers in the
-// last-level cache; stores=auto (the default: cached for these sizes)
-// keeps them there, stores=nt writes them with non-temporal stores,
-// stores=memmove is the runtime's copy. (A ramp
-// of quarter chunks at both ends of a transfer was tried on the H200 host
-// on 2026-11-30 and made no difference beyond noise: 32.0 against 35.5
-// GB/s host to device and 45.0 against 43.2 device to host at 64 MiB.)
+// last-level cache. (The staging stores, and a ramp of quarter chunks at
+// both ends of a transfer, were compared here and decided: see
+// docs/results/2026-11-30-transfers-at-scale.md.)
 func BenchmarkStagedTuning(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})
@@ -320,20 +317,16 @@ func BenchmarkStagedTuning(b *testing.B) {
 	dev := g.devMem(b, maxN)
 	host := randomBytes(maxN, 4)
 	for _, tc := range []struct {
-		workers, chunk, window int
-		stores                 stagingStores
+		lanes, chunk, window int
 	}{
-		{8, 2 << 20, 32 << 20, storesAuto}, // the defaults
-		{8, 2 << 20, 32 << 20, storesStreaming},
-		{8, 2 << 20, 32 << 20, storesMemmove},
-		{16, 2 << 20, 32 << 20, storesAuto},
-		{12, 2 << 20, 48 << 20, storesAuto},
+		{8, 2 << 20, 32 << 20}, // the defaults
+		{16, 2 << 20, 32 << 20},
+		{12, 2 << 20, 48 << 20},
 	} {
-		c := g.copier(b, Options{DirectBelow: -1, Workers: tc.workers, ChunkSize: tc.chunk, WindowBytes: int64(tc.window), stores: tc.stores})
-		stores := [...]string{"stores=auto", "stores=nt", "stores=cached", "stores=memmove"}[tc.stores]
+		c := g.copier(b, Options{DirectBelow: -1, Lanes: tc.lanes, ChunkSize: tc.chunk, WindowBytes: int64(tc.window)})
 		for _, n := range []int{64 << 20, maxN} {
 			for _, d := range []Direction{HostToDevice, DeviceToHost} {
-				b.Run(fmt.Sprintf("size=%s/workers=%d/chunk=%s/window=%s/%s/%v", sizeName(n), tc.workers, sizeName(tc.chunk), sizeName(tc.window), stores, d), func(b *testing.B) {
+				b.Run(fmt.Sprintf("size=%s/lanes=%d/chunk=%s/window=%s/%v", sizeName(n), tc.lanes, sizeName(tc.chunk), sizeName(tc.window), d), func(b *testing.B) {
 					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 					b.SetBytes(int64(n))
 					for b.Loop() {

@@ -6,30 +6,30 @@ import (
 	"time"
 )
 
-// TestCrewJoins checks that the standing lanes join a staged transfer: with
-// lanes spinning, every one of Workers lanes runs the next transfer, and
+// TestLanesJoin checks that the standing lanes join a staged transfer: with
+// lanes spinning, every one of Lanes lanes runs the next transfer, and
 // with spinning off at least one other than the caller wakes up and joins
 // a long transfer.
-func TestCrewJoins(t *testing.T) {
+func TestLanesJoin(t *testing.T) {
 	for _, tc := range []struct {
 		spin     time.Duration
-		minLanes int
+		minLanes uint64
 	}{
 		{time.Second, 4},
 		{-1, 2},
 	} {
-		tl := &timeline{}
-		e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Workers: 4, DirectBelow: -1, LaneSpin: tc.spin, timeline: tl})
+		e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Lanes: 4, DirectBelow: -1, LaneSpin: tc.spin})
 		e.d.latency.Store(int64(200 * time.Microsecond))
 		const n = 64 * testChunk
 		src := randomBytes(n, 5)
 		dev := e.d.alloc(n)
 		for i := range 3 {
+			before := e.c.stats.lanes.Load()
 			if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
 				t.Fatal(err)
 			}
 			if i > 0 { // the first transfer wakes the lanes
-				if got := tl.lanes(); got < tc.minLanes || got > 4 {
+				if got := e.c.stats.lanes.Load() - before; got < tc.minLanes || got > 4 {
 					t.Errorf("LaneSpin %v, transfer %d: %d lanes ran, want %d to 4", tc.spin, i, got, tc.minLanes)
 				}
 			}
@@ -38,26 +38,26 @@ func TestCrewJoins(t *testing.T) {
 	}
 }
 
-// TestCrewStaleOffer checks that a lane offered a transfer whose caller has
-// finished drops the offer instead of running a lane of it.
-func TestCrewStaleOffer(t *testing.T) {
-	w := newCrew(2, -1)
-	defer w.stop()
-	r := &stagedRun{} // a lane of it would dereference r.c and panic
+// TestLanesStaleOffer checks that a lane offered a transfer whose caller
+// has finished drops the offer instead of running a lane of it.
+func TestLanesStaleOffer(t *testing.T) {
+	l := newStandingLanes(2, -1)
+	defer l.stop()
+	r := &chunkedRun{} // a lane of it would dereference r.c and panic
 	r.closed = true
-	w.offer(r, 2)
+	l.offer(r, 2)
 	deadline := time.Now().Add(5 * time.Second)
-	for len(w.jobs) > 0 && time.Now().Before(deadline) {
+	for len(l.jobs) > 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if len(w.jobs) > 0 {
+	if len(l.jobs) > 0 {
 		t.Fatal("offers not taken")
 	}
 	// More offers than the queue holds do not block.
-	w2 := newCrew(0, -1)
-	defer w2.stop()
+	l2 := newStandingLanes(0, -1)
+	defer l2.stop()
 	done := make(chan struct{})
-	go func() { w2.offer(r, 10); close(done) }()
+	go func() { l2.offer(r, 10); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -65,24 +65,40 @@ func TestCrewStaleOffer(t *testing.T) {
 	}
 }
 
-// TestLaneVariants round-trips with the lanes' alternative ways of calling
-// the driver (concurrent issue) and without the cooperative path, which
-// the benchmarks compare with the defaults.
-func TestLaneVariants(t *testing.T) {
-	for _, opt := range []Options{{concurrentIssue: true}, {concurrentIssue: true, coopMax: -1}, {coopMax: -1}} {
-		opt.ChunkSize, opt.WindowBytes, opt.Workers, opt.DirectBelow = testChunk, 8*testChunk, 4, -1
-		e := newEnv(t, opt)
-		e.d.latency.Store(int64(50 * time.Microsecond))
-		const n = 30*testChunk + 7
-		src := randomBytes(n, 9)
-		dev := e.d.alloc(n)
+// TestLanesSmallTransfer checks that a staged transfer too small to share
+// runs on fewer lanes than Lanes: the plan gives each lane a stripe at
+// least, and offers no more lanes than that.
+func TestLanesSmallTransfer(t *testing.T) {
+	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Lanes: 8, DirectBelow: -1, LaneSpin: time.Second})
+	dev := e.d.alloc(testChunk)
+	src := randomBytes(100, 1)
+	for range 3 {
+		before := e.c.stats.lanes.Load()
 		if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
 			t.Fatal(err)
 		}
-		back := make([]byte, n)
-		if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
-			t.Fatal(err)
+		if got := e.c.stats.lanes.Load() - before; got != 1 {
+			t.Fatalf("a 100-byte transfer ran on %d lanes, want 1", got)
 		}
-		sameBytes(t, "round trip", back, src)
+	}
+	sameBytes(t, "device", e.devBytes(dev, 100), src)
+}
+
+// TestSpinUntil checks the busy wait: it returns at once when ready, gives
+// up after its limit, and waits for ready without one.
+func TestSpinUntil(t *testing.T) {
+	if !spinUntil(func() bool { return true }, 0) {
+		t.Fatal("ready at once: false")
+	}
+	if spinUntil(func() bool { return false }, 0) {
+		t.Fatal("never ready, no spin: true")
+	}
+	t0 := time.Now()
+	if spinUntil(func() bool { return false }, time.Millisecond) || time.Since(t0) < time.Millisecond {
+		t.Fatal("never ready: did not spin for its limit")
+	}
+	calls := 0
+	if !spinUntil(func() bool { calls++; return calls == 100 }, -1) || calls != 100 {
+		t.Fatalf("no limit: %d calls", calls)
 	}
 }

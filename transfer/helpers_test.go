@@ -32,6 +32,12 @@ type env struct {
 
 func newEnv(t testing.TB, opt Options) *env {
 	t.Helper()
+	return newEnvTuned(t, opt, defaultTuning())
+}
+
+// newEnvTuned is newEnv with a copier of tuning tu.
+func newEnvTuned(t testing.TB, opt Options, tu tuning) *env {
+	t.Helper()
 	g0 := runtime.NumGoroutine()
 	d := newFakeDevice()
 	be := &fakeBackend{d: d}
@@ -39,7 +45,7 @@ func newEnv(t testing.TB, opt Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := newCopier(pool, d, opt)
+	c, err := newCopier(pool, d, opt, tu)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,4 +162,12 @@ func (e *env) injectFailure(when string, nth int64) *atomic.Int64 {
 		e.d.failExec = fail
 	}
 	return calls
+}
+
+// chunkedOnly is the default tuning with the cooperative mode off: every
+// staged transfer runs chunked.
+func chunkedOnly() tuning {
+	t := defaultTuning()
+	t.coopShare = 0
+	return t
 }

@@ -1,0 +1,168 @@
+package transfer
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A lane is a goroutine working on one staged transfer: the goroutine that
+// called the transfer, and up to plan.lanes-1 of the copier's standing
+// lanes, which it offers the transfer to before it starts on its own share.
+// A standing lane that finds no transfer to join keeps looking for
+// Options.LaneSpin before it sleeps: waking a sleeping goroutine takes a
+// thread wake-up, a large part of a small transfer's time, while a spinning
+// one joins at once but burns its processor meanwhile.
+
+// standingLanes are a copier's Lanes-1 goroutines that join staged
+// transfers beside their callers.
+type standingLanes struct {
+	jobs chan job
+	spin time.Duration
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+// job is a transfer offered to the standing lanes: join runs a lane of it,
+// or nothing when the transfer's caller has finished its own lane.
+type job interface{ join() }
+
+// newStandingLanes starts n lanes that spin for spin (none when it is not
+// positive) before they sleep.
+func newStandingLanes(n int, spin time.Duration) *standingLanes {
+	l := &standingLanes{jobs: make(chan job, max(n, 1)), spin: spin, quit: make(chan struct{})}
+	for range n {
+		l.wg.Go(l.work)
+	}
+	return l
+}
+
+// work runs lanes of the transfers it is offered until stop.
+func (l *standingLanes) work() {
+	for {
+		j, ok := l.next()
+		if !ok {
+			return
+		}
+		j.join()
+	}
+}
+
+// next returns the next transfer offered, looking for one for l.spin
+// before it sleeps; ok is false once the lanes are stopped.
+func (l *standingLanes) next() (j job, ok bool) {
+	poll := func() bool {
+		select {
+		case j = <-l.jobs:
+			ok = true
+			return true
+		case <-l.quit:
+			return true
+		default:
+			return false
+		}
+	}
+	if spinUntil(poll, max(l.spin, 0)) {
+		return j, ok
+	}
+	select {
+	case j = <-l.jobs:
+		return j, true
+	case <-l.quit:
+		return nil, false
+	}
+}
+
+// offer asks for up to n lanes for j without waiting: it returns once the
+// offers are queued or the queue is full (the lanes busy with other
+// transfers); lanes that take an offer after j's caller has finished its
+// own lane drop it.
+func (l *standingLanes) offer(j job, n int) {
+	for range n {
+		select {
+		case l.jobs <- j:
+		default:
+			return
+		}
+	}
+}
+
+// stop ends the lanes and waits for them; transfers must be over.
+func (l *standingLanes) stop() {
+	close(l.quit)
+	l.wg.Wait()
+}
+
+// runState is what the lanes of one staged transfer share in both modes:
+// the first error, the flag that stops them, and the standing lanes that
+// joined.
+type runState struct {
+	stop atomic.Bool
+
+	mu     sync.Mutex // guards err, closed and Add on joined
+	err    error
+	closed bool           // no lane may join any more
+	joined sync.WaitGroup // standing lanes that joined
+}
+
+// fail records err (the first one wins) and stops the transfer.
+func (s *runState) fail(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	s.stop.Store(true)
+}
+
+// joinLane runs lane on a standing lane, unless the transfer's caller has
+// already finished its own lane (then all the work is claimed, and the
+// offer is stale).
+func (s *runState) joinLane(lane func()) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.joined.Add(1)
+	s.mu.Unlock()
+	defer s.joined.Done()
+	lane()
+}
+
+// endJoins stops standing lanes from joining and waits for those that did.
+func (s *runState) endJoins() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.joined.Wait()
+}
+
+// spinUntil calls ready, yielding the processor in between, until it
+// reports true or limit has passed; a negative limit means no limit, zero
+// one call. It reports ready's last answer. It is the package's one busy
+// wait: for waits shorter than a thread wake-up (a lane's next transfer,
+// the issue lock, a cooperative chunk's DMA), where sleeping would cost
+// more than the wait.
+func spinUntil(ready func() bool, limit time.Duration) bool {
+	if ready() {
+		return true
+	}
+	if limit == 0 {
+		return false
+	}
+	var deadline time.Time
+	if limit > 0 {
+		deadline = time.Now().Add(limit)
+	}
+	for {
+		runtime.Gosched()
+		if ready() {
+			return true
+		}
+		if limit > 0 && time.Now().After(deadline) {
+			return false
+		}
+	}
+}
