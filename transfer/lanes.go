@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -10,28 +11,72 @@ import (
 // A lane is a goroutine working on one staged transfer: the goroutine that
 // called the transfer, and up to plan.lanes-1 of the copier's standing
 // lanes, which it offers the transfer to before it starts on its own share.
-// A standing lane that finds no transfer to join keeps looking for
-// Options.LaneSpin before it sleeps: waking a sleeping goroutine takes a
-// thread wake-up, a large part of a small transfer's time, while a spinning
-// one joins at once but burns its processor meanwhile.
+// A standing lane that finds no transfer to join sleeps. Waking a sleeping
+// goroutine takes a thread wake-up, a large part of a small transfer's
+// time, while a spinning one joins at once but burns its processor
+// meanwhile. So a lane spins for Options.LaneSpin first, but only when the
+// transfer it served followed the one before it within LaneSpin: transfers
+// that come back to back (or overlap) keep the lanes awake, while a paced
+// stream, whose transfers come further apart, pays no spin at all, since
+// the spin would end before the next transfer came anyway.
 
 // standingLanes are a copier's Lanes-1 goroutines that join staged
 // transfers beside their callers.
 type standingLanes struct {
 	jobs chan job
 	spin time.Duration
-	quit chan struct{}
-	wg   sync.WaitGroup
+	// always spins after every transfer, whatever the gap before it (the
+	// engine before the gap rule; for the benchmarks that compare them).
+	always bool
+	quit   chan struct{}
+	wg     sync.WaitGroup
+
+	// The gap rule: staged transfers running now, when the last one ended,
+	// and the gap before the latest one (nanoseconds since epoch).
+	active  atomic.Int32
+	lastEnd atomic.Int64
+	lastGap atomic.Int64
+}
+
+// epoch is the origin of standingLanes' clock (monotonic).
+var epoch = time.Now()
+
+// arrive notes the start of a staged transfer: the gap since the last one
+// ended, zero when another is running.
+func (l *standingLanes) arrive() {
+	gap := int64(0)
+	if l.active.Add(1) == 1 {
+		gap = int64(time.Since(epoch)) - l.lastEnd.Load()
+	}
+	l.lastGap.Store(gap)
+}
+
+// leave notes the end of a staged transfer.
+func (l *standingLanes) leave() {
+	l.lastEnd.Store(int64(time.Since(epoch)))
+	l.active.Add(-1)
+}
+
+// spinFor is how long a lane that just finished its part of a transfer
+// looks for the next one before it sleeps: LaneSpin when the transfer
+// came within LaneSpin of the one before, else not at all.
+func (l *standingLanes) spinFor() time.Duration {
+	if l.spin <= 0 || !l.always && time.Duration(l.lastGap.Load()) > l.spin {
+		return 0
+	}
+	return l.spin
 }
 
 // job is a transfer offered to the standing lanes: join runs a lane of it,
 // or nothing when the transfer's caller has finished its own lane.
 type job interface{ join() }
 
-// newStandingLanes starts n lanes that spin for spin (none when it is not
-// positive) before they sleep.
-func newStandingLanes(n int, spin time.Duration) *standingLanes {
-	l := &standingLanes{jobs: make(chan job, max(n, 1)), spin: spin, quit: make(chan struct{})}
+// newStandingLanes starts n lanes that spin for up to spin (none when it
+// is not positive) before they sleep; always drops the gap rule.
+func newStandingLanes(n int, spin time.Duration, always bool) *standingLanes {
+	l := &standingLanes{jobs: make(chan job, max(n, 1)), spin: spin, always: always, quit: make(chan struct{})}
+	l.lastEnd.Store(math.MinInt64 / 2) // no transfer yet: an endless gap
+	l.lastGap.Store(math.MaxInt64)
 	for range n {
 		l.wg.Go(l.work)
 	}
@@ -49,7 +94,7 @@ func (l *standingLanes) work() {
 	}
 }
 
-// next returns the next transfer offered, looking for one for l.spin
+// next returns the next transfer offered, looking for one for spinFor
 // before it sleeps; ok is false once the lanes are stopped.
 func (l *standingLanes) next() (j job, ok bool) {
 	poll := func() bool {
@@ -63,7 +108,7 @@ func (l *standingLanes) next() (j job, ok bool) {
 			return false
 		}
 	}
-	if spinUntil(poll, max(l.spin, 0)) {
+	if spinUntil(poll, l.spinFor()) {
 		return j, ok
 	}
 	select {

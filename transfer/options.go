@@ -40,11 +40,13 @@ type Options struct {
 	Lanes int
 
 	// LaneSpin is how long a standing lane keeps looking for the next
-	// staged transfer before it sleeps. A sleeping lane takes a thread
-	// wake-up to start, which delays transfers that follow each other
-	// closely; a spinning lane burns CPU time: up to (Lanes-1) × LaneSpin
-	// after every staged transfer. Zero means DefaultLaneSpin; negative
-	// means never spin.
+	// staged transfer before it sleeps, after a transfer that came within
+	// LaneSpin of the one before it (or overlapped it). A sleeping lane
+	// takes a thread wake-up to start, which delays transfers that follow
+	// each other closely; a spinning lane burns CPU time, up to
+	// (Lanes-1) × LaneSpin after such a transfer. Transfers further apart
+	// than LaneSpin, such as a paced stream of frames, pay no spin. Zero
+	// means DefaultLaneSpin; negative means never spin.
 	LaneSpin time.Duration
 
 	// DirectBelow is the size below which a copy of pageable memory skips
@@ -86,11 +88,12 @@ const (
 	// the staged path's limit, and more than 8 lanes staged no faster while
 	// taking processors from the application.
 	DefaultMaxLanes = 8
-	// DefaultLaneSpin is negative: standing lanes never spin. Spinning made
-	// back-to-back transfers start sooner but cost a paced stream of frames
-	// several times the driver's CPU time per frame for no gain in its
-	// wall time (BenchmarkPacedFrames).
-	DefaultLaneSpin = -1 * time.Nanosecond
+	// DefaultLaneSpin is 200 µs: longer than the gaps between transfers
+	// that follow each other back to back, so that a burst keeps its lanes
+	// awake, and shorter than the period of a paced stream of frames (3.3
+	// ms at 300 frames a second), which then pays no spin
+	// (BenchmarkPacedFrames).
+	DefaultLaneSpin = 200 * time.Microsecond
 	// DefaultDirectBelow is 1 MiB: from there on, staging was faster than
 	// the driver's own copy of pageable memory in both directions.
 	DefaultDirectBelow = 1 << 20

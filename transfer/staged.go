@@ -18,6 +18,8 @@ import (
 
 // staged copies the pageable memory of o through staging buffers.
 func (c *Copier) staged(ctx context.Context, o op) error {
+	c.lanes.arrive()
+	defer c.lanes.leave()
 	p := planStaging(len(o.host), c.opt, c.tune)
 	if p.mode == cooperative {
 		if ok, err := c.coop(ctx, o, p); ok {

@@ -19,6 +19,10 @@ type tuning struct {
 	// minChunk is the smallest chunk of the chunked mode when a transfer is
 	// cut finer than ChunkSize to give every lane work.
 	minChunk int
+	// alwaysSpin makes the standing lanes spin for LaneSpin after every
+	// transfer, not only after transfers that came within LaneSpin of the
+	// one before (the engine before the gap rule).
+	alwaysSpin bool
 }
 
 // defaultTuning is the tuning of every copier made by New.
