@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // frameBytes is one 1080p NV12 frame of the seed article (1920×1080, 12
@@ -19,10 +20,12 @@ func sizeLabel(n int) string {
 	return sizeName(n)
 }
 
-// namedCopier is a copier that BenchmarkStagedSizes compares.
+// namedCopier is a copier that BenchmarkStagedSizes compares, up to size
+// upTo (0: every size).
 type namedCopier struct {
 	name string
 	c    *Copier
+	upTo int
 }
 
 // shapeCopiers are the copiers BenchmarkStagedSizes compares: the default
@@ -31,11 +34,15 @@ type namedCopier struct {
 func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
 	whole := defaultTuning()
 	whole.coopShare = 1 // cooperative up to the whole window
+	half, two := defaultTuning(), defaultTuning()
+	half.coopChunk, two.coopChunk = 512<<10, 2<<20
 	opt := Options{DirectBelow: -1, Prewarm: true}
 	return []namedCopier{
-		{"plan=default", g.tunedCopier(b, opt, defaultTuning())},
-		{"plan=coop-whole-window", g.tunedCopier(b, opt, whole)},
-		{"plan=chunked-only", g.tunedCopier(b, opt, chunkedOnly())},
+		{"plan=default", g.tunedCopier(b, opt, defaultTuning()), 0},
+		{"plan=coop-whole-window", g.tunedCopier(b, opt, whole), 64 << 20},
+		{"plan=chunked-only", g.tunedCopier(b, opt, chunkedOnly()), 64 << 20},
+		{"plan=coop-chunk-512KiB", g.tunedCopier(b, opt, half), 16 << 20},
+		{"plan=coop-chunk-2MiB", g.tunedCopier(b, opt, two), 16 << 20},
 	}
 }
 
@@ -52,4 +59,20 @@ func (g *gpu) tunedCopier(tb testing.TB, opt Options, tu tuning) *Copier {
 		}
 	})
 	return c
+}
+
+// frameWays are the ways BenchmarkFrameStream and BenchmarkPacedFrames
+// compare: the driver's copy, the default copier, and copiers without
+// spinning, spinning after every transfer (the rule before the gap rule),
+// and with 4 lanes.
+var frameWays = []frameWay{
+	{"driver", nil},
+	{"copier=default", func(tb testing.TB, g *gpu) *Copier { return g.copier(tb, Options{Prewarm: true}) }},
+	{"copier=spin-off", func(tb testing.TB, g *gpu) *Copier { return g.copier(tb, Options{Prewarm: true, LaneSpin: -1}) }},
+	{"copier=spin-always", func(tb testing.TB, g *gpu) *Copier {
+		tu := defaultTuning()
+		tu.alwaysSpin = true
+		return g.tunedCopier(tb, Options{Prewarm: true, LaneSpin: 200 * time.Microsecond}, tu)
+	}},
+	{"copier=lanes-4", func(tb testing.TB, g *gpu) *Copier { return g.copier(tb, Options{Prewarm: true, Lanes: 4}) }},
 }

@@ -40,7 +40,9 @@ func cpuTime(tb testing.TB) time.Duration {
 // BenchmarkStagedSizes times, in each iteration, two staged transfers of
 // each copier of shapeCopiers and two of the driver's own copy of the same
 // pageable memory, at every size of shapeSizes, both directions. It
-// reports staged-GB/s, pageable-GB/s and x-pageable (their ratio).
+// reports staged-GB/s, pageable-GB/s and x-pageable (their ratio), and the
+// process's CPU time per GB moved by each (staged-cpu-ms/GB,
+// pageable-cpu-ms/GB).
 func BenchmarkStagedSizes(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})
@@ -50,11 +52,15 @@ func BenchmarkStagedSizes(b *testing.B) {
 	host := randomBytes(maxN, 21)
 	for _, nc := range shapeCopiers(b, g) {
 		for _, n := range shapeSizes {
+			if nc.upTo > 0 && n > nc.upTo {
+				continue
+			}
 			for _, d := range []Direction{HostToDevice, DeviceToHost} {
 				b.Run(fmt.Sprintf("%s/size=%s/%v", nc.name, sizeName(n), d), func(b *testing.B) {
 					defer allCPUs()()
-					var staged, pageable time.Duration
+					var staged, pageable, stagedCPU, pageableCPU time.Duration
 					for b.Loop() {
+						cpu0 := cpuTime(b)
 						for range 2 {
 							t0 := time.Now()
 							var err error
@@ -68,6 +74,8 @@ func BenchmarkStagedSizes(b *testing.B) {
 							}
 							staged += time.Since(t0)
 						}
+						cpu1 := cpuTime(b)
+						stagedCPU += cpu1 - cpu0
 						for range 2 {
 							t0 := time.Now()
 							var err error
@@ -81,36 +89,33 @@ func BenchmarkStagedSizes(b *testing.B) {
 							}
 							pageable += time.Since(t0)
 						}
+						pageableCPU += cpuTime(b) - cpu1
 					}
 					gb := 2 * float64(n) * float64(b.N) / 1e9
 					b.ReportMetric(gb/staged.Seconds(), "staged-GB/s")
 					b.ReportMetric(gb/pageable.Seconds(), "pageable-GB/s")
 					b.ReportMetric(pageable.Seconds()/staged.Seconds(), "x-pageable")
+					b.ReportMetric(stagedCPU.Seconds()*1e3/gb, "staged-cpu-ms/GB")
+					b.ReportMetric(pageableCPU.Seconds()*1e3/gb, "pageable-cpu-ms/GB")
 				})
 			}
 		}
 	}
 }
 
-// frameWays are the ways BenchmarkFrameStream and BenchmarkPacedFrames
-// move a frame: the driver's copy of pageable memory, and copiers with
-// the default options and with a given LaneSpin.
-var frameWays = []struct {
-	name string
-	opt  *Options // nil: the driver's copy
-}{
-	{"driver", nil},
-	{"copier=default", &Options{}},
-	{"copier=spin-off", &Options{LaneSpin: -1}},
-	{"copier=spin-20us", &Options{LaneSpin: 20 * time.Microsecond}},
-	{"copier=spin-200us", &Options{LaneSpin: 200 * time.Microsecond}},
+// frameWay is a way BenchmarkFrameStream and BenchmarkPacedFrames move a
+// frame: the driver's copy of pageable memory when copier is nil, else the
+// copier it makes (frameWays, defined beside the engine, lists them).
+type frameWay struct {
+	name   string
+	copier func(tb testing.TB, g *gpu) *Copier
 }
 
-// frameMover returns the function that moves a frame in direction d: the
-// driver's copy when opt is nil, else a copier with options opt.
-func frameMover(b *testing.B, g *gpu, opt *Options, d Direction) func(host []byte, dev cuda.DevicePtr) error {
+// frameMover returns the function that moves a frame in direction d the
+// way w.
+func frameMover(b *testing.B, g *gpu, w frameWay, d Direction) func(host []byte, dev cuda.DevicePtr) error {
 	ctx := context.Background()
-	if opt == nil {
+	if w.copier == nil {
 		return func(host []byte, dev cuda.DevicePtr) error {
 			if d == HostToDevice {
 				return g.ctx.CopyHtoD(dev, host)
@@ -118,9 +123,7 @@ func frameMover(b *testing.B, g *gpu, opt *Options, d Direction) func(host []byt
 			return g.ctx.CopyDtoH(host, dev)
 		}
 	}
-	o := *opt
-	o.Prewarm = true
-	c := g.copier(b, o)
+	c := w.copier(b, g)
 	return func(host []byte, dev cuda.DevicePtr) error {
 		if d == HostToDevice {
 			return c.ToDevice(ctx, dev, host)
@@ -146,7 +149,7 @@ func BenchmarkFrameStream(b *testing.B) {
 	}
 	for _, w := range frameWays {
 		for _, d := range []Direction{HostToDevice, DeviceToHost} {
-			move := frameMover(b, g, w.opt, d)
+			move := frameMover(b, g, w, d)
 			for _, gs := range []int{1, 10} {
 				b.Run(fmt.Sprintf("%s/goroutines=%d/%v", w.name, gs, d), func(b *testing.B) {
 					defer allCPUs()()
@@ -199,7 +202,7 @@ func BenchmarkPacedFrames(b *testing.B) {
 	dev := g.devMem(b, frameBytes)
 	host := randomBytes(frames*frameBytes, 40)
 	for _, w := range frameWays {
-		move := frameMover(b, g, w.opt, HostToDevice)
+		move := frameMover(b, g, w, HostToDevice)
 		for _, rate := range []int{30, 300} {
 			b.Run(fmt.Sprintf("%s/fps=%d", w.name, rate), func(b *testing.B) {
 				defer allCPUs()()
