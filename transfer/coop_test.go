@@ -28,7 +28,7 @@ func coopSizes(t *testing.T, lanes int, tu tuning) {
 	chunk := min(testChunk, tu.coopChunk)
 	for _, n := range []int{1, 63, 4095, 4097, tu.minStripe - 1, tu.minStripe + 1, chunk - 1, chunk, chunk + 1, testChunk - 1, testChunk, testChunk + 1, 7*testChunk + 4097, 32 * testChunk} {
 		t.Run(fmt.Sprintf("lanes=%d/chunk=%d/n=%d", lanes, chunk, n), func(t *testing.T) {
-			if p := planStaging(n, e.c.opt, tu); p.mode != cooperative {
+			if p := planStaging(n, HostToDevice, 1, e.c.opt, tu); p.mode != cooperative {
 				t.Fatalf("plan %+v, want cooperative", p)
 			}
 			src := randomBytes(n, uint64(n))
@@ -58,7 +58,7 @@ func coopSizes(t *testing.T, lanes int, tu tuning) {
 
 // TestCoopFallsBack checks that a small transfer whose staging the window
 // cannot give at once (the window held by another transfer) runs chunked
-// instead, and still arrives, and that one larger than half the window
+// instead, and still arrives, and that one larger than the window
 // runs chunked by its plan.
 func TestCoopFallsBack(t *testing.T) {
 	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Lanes: 4, DirectBelow: -1})
@@ -66,8 +66,8 @@ func TestCoopFallsBack(t *testing.T) {
 	for _, tc := range []struct {
 		n    int
 		busy bool
-	}{{2 * testChunk, true}, {3 * testChunk, false}} {
-		p := planStaging(tc.n, e.c.opt, e.c.tune)
+	}{{2 * testChunk, true}, {5 * testChunk, false}} {
+		p := planStaging(tc.n, HostToDevice, 1, e.c.opt, e.c.tune)
 		if want := map[bool]mode{true: cooperative, false: chunked}[tc.busy]; p.mode != want {
 			t.Fatalf("%d bytes: plan %v, want %v", tc.n, p.mode, want)
 		}

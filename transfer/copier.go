@@ -96,7 +96,7 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, 
 			return nil, fmt.Errorf("%w: prewarming %d buffers of %d bytes: %w", ErrStaging, o.Slots(), o.ChunkSize, err)
 		}
 	}
-	c.lanes = newStandingLanes(o.Lanes-1, o.LaneSpin, t.alwaysSpin)
+	c.lanes = newStandingLanes(o.Lanes-1, o.LaneSpin)
 	return c, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 )
 
 // frameBytes is one 1080p NV12 frame of the seed article (1920×1080, 12
@@ -32,17 +31,12 @@ type namedCopier struct {
 // staging plan (DirectBelow off, so that every size is staged), and
 // variants of its tuning measured against it in the same run.
 func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
-	whole := defaultTuning()
-	whole.coopShare = 1 // cooperative up to the whole window
-	half, two := defaultTuning(), defaultTuning()
-	half.coopChunk, two.coopChunk = 512<<10, 2<<20
+	half := defaultTuning()
+	half.coopShare = [2]int{2, 2} // cooperative up to half the window both ways
 	opt := Options{DirectBelow: -1, Prewarm: true}
 	return []namedCopier{
 		{"plan=default", g.tunedCopier(b, opt, defaultTuning()), 0},
-		{"plan=coop-whole-window", g.tunedCopier(b, opt, whole), 64 << 20},
-		{"plan=chunked-only", g.tunedCopier(b, opt, chunkedOnly()), 64 << 20},
-		{"plan=coop-chunk-512KiB", g.tunedCopier(b, opt, half), 16 << 20},
-		{"plan=coop-chunk-2MiB", g.tunedCopier(b, opt, two), 16 << 20},
+		{"plan=coop-half-window", g.tunedCopier(b, opt, half), 64 << 20},
 	}
 }
 
@@ -63,16 +57,16 @@ func (g *gpu) tunedCopier(tb testing.TB, opt Options, tu tuning) *Copier {
 
 // frameWays are the ways BenchmarkFrameStream and BenchmarkPacedFrames
 // compare: the driver's copy, the default copier, and copiers without
-// spinning, spinning after every transfer (the rule before the gap rule),
+// spinning, with every transfer on all 8 lanes however many run at once,
 // and with 4 lanes.
 var frameWays = []frameWay{
 	{"driver", nil},
 	{"copier=default", func(tb testing.TB, g *gpu) *Copier { return g.copier(tb, Options{Prewarm: true}) }},
 	{"copier=spin-off", func(tb testing.TB, g *gpu) *Copier { return g.copier(tb, Options{Prewarm: true, LaneSpin: -1}) }},
-	{"copier=spin-always", func(tb testing.TB, g *gpu) *Copier {
+	{"copier=lanes-fixed", func(tb testing.TB, g *gpu) *Copier {
 		tu := defaultTuning()
-		tu.alwaysSpin = true
-		return g.tunedCopier(tb, Options{Prewarm: true, LaneSpin: 200 * time.Microsecond}, tu)
+		tu.fixedLanes = true
+		return g.tunedCopier(tb, Options{Prewarm: true}, tu)
 	}},
 	{"copier=lanes-4", func(tb testing.TB, g *gpu) *Copier { return g.copier(tb, Options{Prewarm: true, Lanes: 4}) }},
 }

@@ -186,6 +186,6 @@ func (e *env) injectFailure(when string, nth int64) *atomic.Int64 {
 // staged transfer runs chunked.
 func chunkedOnly() tuning {
 	t := defaultTuning()
-	t.coopShare = 0
+	t.coopShare = [2]int{}
 	return t
 }

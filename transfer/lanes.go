@@ -25,11 +25,8 @@ import (
 type standingLanes struct {
 	jobs chan job
 	spin time.Duration
-	// always spins after every transfer, whatever the gap before it (the
-	// engine before the gap rule; for the benchmarks that compare them).
-	always bool
-	quit   chan struct{}
-	wg     sync.WaitGroup
+	quit chan struct{}
+	wg   sync.WaitGroup
 
 	// The gap rule: staged transfers running now, when the last one ended,
 	// and the gap before the latest one (nanoseconds since epoch).
@@ -42,13 +39,16 @@ type standingLanes struct {
 var epoch = time.Now()
 
 // arrive notes the start of a staged transfer: the gap since the last one
-// ended, zero when another is running.
-func (l *standingLanes) arrive() {
+// ended, zero when another is running. It returns the number of staged
+// transfers running, this one included.
+func (l *standingLanes) arrive() int {
 	gap := int64(0)
-	if l.active.Add(1) == 1 {
+	active := l.active.Add(1)
+	if active == 1 {
 		gap = int64(time.Since(epoch)) - l.lastEnd.Load()
 	}
 	l.lastGap.Store(gap)
+	return int(active)
 }
 
 // leave notes the end of a staged transfer.
@@ -61,7 +61,7 @@ func (l *standingLanes) leave() {
 // looks for the next one before it sleeps: LaneSpin when the transfer
 // came within LaneSpin of the one before, else not at all.
 func (l *standingLanes) spinFor() time.Duration {
-	if l.spin <= 0 || !l.always && time.Duration(l.lastGap.Load()) > l.spin {
+	if l.spin <= 0 || time.Duration(l.lastGap.Load()) > l.spin {
 		return 0
 	}
 	return l.spin
@@ -72,9 +72,9 @@ func (l *standingLanes) spinFor() time.Duration {
 type job interface{ join() }
 
 // newStandingLanes starts n lanes that spin for up to spin (none when it
-// is not positive) before they sleep; always drops the gap rule.
-func newStandingLanes(n int, spin time.Duration, always bool) *standingLanes {
-	l := &standingLanes{jobs: make(chan job, max(n, 1)), spin: spin, always: always, quit: make(chan struct{})}
+// is not positive) before they sleep.
+func newStandingLanes(n int, spin time.Duration) *standingLanes {
+	l := &standingLanes{jobs: make(chan job, max(n, 1)), spin: spin, quit: make(chan struct{})}
 	l.lastEnd.Store(math.MinInt64 / 2) // no transfer yet: an endless gap
 	l.lastGap.Store(math.MaxInt64)
 	for range n {

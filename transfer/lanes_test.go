@@ -41,7 +41,7 @@ func TestLanesJoin(t *testing.T) {
 // TestLanesStaleOffer checks that a lane offered a transfer whose caller
 // has finished drops the offer instead of running a lane of it.
 func TestLanesStaleOffer(t *testing.T) {
-	l := newStandingLanes(2, -1, false)
+	l := newStandingLanes(2, -1)
 	defer l.stop()
 	r := &chunkedRun{} // a lane of it would dereference r.c and panic
 	r.closed = true
@@ -54,7 +54,7 @@ func TestLanesStaleOffer(t *testing.T) {
 		t.Fatal("offers not taken")
 	}
 	// More offers than the queue holds do not block.
-	l2 := newStandingLanes(0, -1, false)
+	l2 := newStandingLanes(0, -1)
 	defer l2.stop()
 	done := make(chan struct{})
 	go func() { l2.offer(r, 10); close(done) }()
@@ -105,10 +105,10 @@ func TestSpinUntil(t *testing.T) {
 
 // TestLanesGapRule checks when a standing lane spins: after a transfer that
 // came within LaneSpin of the one before (or overlapped it), not after one
-// that came later or after the first, and always with the old rule.
+// that came later or after the first, and never with LaneSpin negative.
 func TestLanesGapRule(t *testing.T) {
 	const spin = 20 * time.Millisecond
-	l := newStandingLanes(0, spin, false)
+	l := newStandingLanes(0, spin)
 	defer l.stop()
 	if got := l.spinFor(); got != 0 {
 		t.Fatalf("before any transfer: spin %v", got)
@@ -134,12 +134,7 @@ func TestLanesGapRule(t *testing.T) {
 		t.Fatalf("after a gap longer than LaneSpin: spin %v", got)
 	}
 	l.leave()
-	always := newStandingLanes(0, spin, true)
-	defer always.stop()
-	if got := always.spinFor(); got != spin {
-		t.Fatalf("always: spin %v", got)
-	}
-	never := newStandingLanes(0, -1, true)
+	never := newStandingLanes(0, -1)
 	defer never.stop()
 	if got := never.spinFor(); got != 0 {
 		t.Fatalf("LaneSpin negative: spin %v", got)

@@ -3,8 +3,9 @@ package transfer
 // Step 2 of a transfer: the staging plan. Every staged transfer (pageable
 // memory from Options.DirectBelow up, or below it with DirectBelow
 // negative) runs by a plan that planStaging decides once, from its size,
-// the options and the tuning; nothing later changes the mode, the chunk
-// size or the number of lanes.
+// direction, the number of transfers staging at the time, the options and
+// the tuning; nothing later changes the mode, the chunk size or the number
+// of lanes.
 
 // mode is how the lanes of a staged transfer share its work.
 type mode int
@@ -49,23 +50,31 @@ type plan struct {
 	stripes   int // stripes of the whole transfer
 }
 
-// planStaging decides how a staged transfer of n > 0 bytes runs.
+// planStaging decides how a staged transfer of n > 0 bytes in direction
+// dir runs, when active transfers of the copier stage at once (this one
+// among them).
 //
-// The transfer runs cooperatively when it has at least two lanes and its
-// staging fits in 1/coopShare of the window (so that that many small
-// transfers can stage at once); then its chunks are coopChunk bytes
-// (ChunkSize if smaller), packed into as few staging buffers as hold them.
-// Otherwise it runs chunked, in chunks of ChunkSize, or smaller ones (down
-// to minChunk) when that is what gives every lane a chunk.
-func planStaging(n int, o Options, t tuning) plan {
+// Lanes: Options.Lanes, shared among the transfers staging at once (each
+// caller is a lane of its own, so more lanes per transfer only make the
+// lanes contend), but at least two. Mode: cooperative when the transfer
+// has two lanes or more and its staging fits in the direction's share of
+// the window (tuning.coopShare); then its chunks are coopChunk bytes
+// (ChunkSize if smaller), packed into as few staging buffers as hold them,
+// and every lane copies stripes of at least minStripe. Otherwise chunked,
+// in chunks of ChunkSize, or smaller ones (down to minChunk) when that is
+// what gives every lane a chunk.
+func planStaging(n int, dir Direction, active int, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
+	if active > 1 && !t.fixedLanes {
+		lanes = min(lanes, max(2, ceilDiv(lanes, active)))
+	}
 	buf := o.ChunkSize
-	if lanes >= 2 && t.coopShare > 0 {
+	if share := t.coopShare[dir]; lanes >= 2 && share > 0 {
 		chunk := min(buf, t.coopChunk)
 		per := buf / chunk
 		chunks := ceilDiv(n, chunk)
 		buffers := ceilDiv(chunks, per)
-		if buffers <= o.Slots()/t.coopShare {
+		if buffers <= o.Slots()/share {
 			stripe := roundUp(max(t.minStripe, ceilDiv(chunk, lanes)), 4096)
 			perChunk := ceilDiv(chunk, stripe)
 			last := n - (chunks-1)*chunk

@@ -18,9 +18,9 @@ import (
 
 // staged copies the pageable memory of o through staging buffers.
 func (c *Copier) staged(ctx context.Context, o op) error {
-	c.lanes.arrive()
+	active := c.lanes.arrive()
 	defer c.lanes.leave()
-	p := planStaging(len(o.host), c.opt, c.tune)
+	p := planStaging(len(o.host), o.dir, active, c.opt, c.tune)
 	if p.mode == cooperative {
 		if ok, err := c.coop(ctx, o, p); ok {
 			return err
@@ -28,7 +28,7 @@ func (c *Copier) staged(ctx context.Context, o op) error {
 		// The window or the pool could not give the transfer all its
 		// staging at once: run it chunked, which waits for staging as it
 		// goes.
-		p = planStaging(len(o.host), c.opt, tuning{minChunk: c.tune.minChunk})
+		p = planStaging(len(o.host), o.dir, active, c.opt, tuning{minChunk: c.tune.minChunk, fixedLanes: c.tune.fixedLanes})
 	}
 	return c.chunked(ctx, o, p)
 }

@@ -24,6 +24,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -342,10 +343,19 @@ func TestGPUStagedConcurrent(t *testing.T) {
 				if path == PathStaged {
 					// By the plan, or chunked when the window could not
 					// give a cooperative transfer all its staging at once.
-					planned := int64(planStaging(n, o, defaultTuning()).chunks)
-					fallback := int64(planStaging(n, o, chunkedOnly()).chunks)
-					tl.chunks.Add(2 * min(planned, fallback))
-					tl.chunksHi.Add(2 * max(planned, fallback))
+					// The lanes, and so the chunks, depend on how many
+					// transfers stage at once: count the range.
+					lo, hi := int64(math.MaxInt64), int64(0)
+					for _, d := range []Direction{HostToDevice, DeviceToHost} {
+						for active := 1; active <= 2*nG; active++ {
+							for _, tu := range []tuning{defaultTuning(), chunkedOnly()} {
+								k := int64(planStaging(n, d, active, o, tu).chunks)
+								lo, hi = min(lo, k), max(hi, k)
+							}
+						}
+					}
+					tl.chunks.Add(2 * lo)
+					tl.chunksHi.Add(2 * hi)
 				}
 			}
 		})

@@ -9,23 +9,24 @@ type tuning struct {
 	// that the first DMA starts early and the last one ends soon after the
 	// last CPU copy; several such chunks share one staging buffer.
 	coopChunk int
-	// coopShare is the share of the window a cooperative transfer may hold,
-	// as a divisor: 2 lets two small transfers stage at once. Zero turns
-	// the cooperative mode off.
-	coopShare int
+	// coopShare is the share of the window a cooperative transfer may
+	// hold, per direction, as a divisor: 1 is the whole window, 2 half of
+	// it. Zero turns the cooperative mode off. Host to device, the
+	// cooperative mode stayed faster than the chunked one up to the whole
+	// window; device to host, only up to half of it.
+	coopShare [2]int
 	// minStripe is the smallest part of a cooperative chunk that one lane
 	// copies: below it, claiming the work costs more than sharing it saves.
 	minStripe int
 	// minChunk is the smallest chunk of the chunked mode when a transfer is
 	// cut finer than ChunkSize to give every lane work.
 	minChunk int
-	// alwaysSpin makes the standing lanes spin for LaneSpin after every
-	// transfer, not only after transfers that came within LaneSpin of the
-	// one before (the engine before the gap rule).
-	alwaysSpin bool
+	// fixedLanes gives every transfer Options.Lanes lanes, however many
+	// transfers stage at once (by default they share them).
+	fixedLanes bool
 }
 
 // defaultTuning is the tuning of every copier made by New.
 func defaultTuning() tuning {
-	return tuning{coopChunk: 1 << 20, coopShare: 2, minStripe: 64 << 10, minChunk: 256 << 10}
+	return tuning{coopChunk: 1 << 20, coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2}, minStripe: 64 << 10, minChunk: 256 << 10}
 }
