@@ -14,7 +14,7 @@ import (
 
 // Benchmarks of the GPU host (they skip without a GPU). Each reports MB/s
 // (b.SetBytes) and GB/s. scripts/gpu-check.sh runs them with -test.cpu 1;
-// the CPU copy workers of the staged path need more than one processor, so
+// the lanes of the staged path need more than one processor, so
 // the benchmarks that stage raise GOMAXPROCS to the number of CPUs while
 // they run.
 
@@ -277,10 +277,10 @@ func BenchmarkHostCopy(b *testing.B) {
 			reportGBps(b, n)
 		})
 	}
-	// The same 256 MiB copied into a 16 MiB ring in 256 KiB pieces (below
+	// The same 256 MiB copied into a 16 MiB ring in 256 KiB parts (below
 	// the runtime's 1 MiB non-temporal threshold), as staging with a small
 	// window does: the destination stays in the last-level cache.
-	const ring, piece = 16 << 20, 256 << 10
+	const ring, part = 16 << 20, 256 << 10
 	dstRing := dst[:ring]
 	for _, k := range []int{1, 8, 16} {
 		b.Run(fmt.Sprintf("ring=16MiB/goroutines=%d", k), func(b *testing.B) {
@@ -290,9 +290,9 @@ func BenchmarkHostCopy(b *testing.B) {
 				var wg sync.WaitGroup
 				for i := range k {
 					wg.Go(func() {
-						for off := i * piece; off < n; off += k * piece {
+						for off := i * part; off < n; off += k * part {
 							r := off % ring
-							copy(dstRing[r:r+piece], src[off:off+piece])
+							copy(dstRing[r:r+part], src[off:off+part])
 						}
 					})
 				}

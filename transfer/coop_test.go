@@ -100,7 +100,7 @@ func TestCoopFallsBack(t *testing.T) {
 	}
 }
 
-// TestCoopFailure injects a device failure into the second piece of a
+// TestCoopFailure injects a device failure into the second chunk of a
 // cooperative transfer, when it is queued and when it runs, both ways: the
 // copy returns a typed error, nothing stays in flight, the pool gets the
 // staging back (retired when the copy failed while running), and the

@@ -104,7 +104,7 @@ func TestGPUStagedSizes(t *testing.T) {
 			unaligned := map[int]bool{1: true, 63: true, 4097: true, sgtMinChunk + 1: true,
 				o.ChunkSize - 1: true, o.ChunkSize + 1: true, sgtFrame: true,
 				o.Lanes*o.ChunkSize + 1: true, sgtLargest: true}
-			t.Logf("%d sizes, Workers %d", len(sizes), o.Lanes)
+			t.Logf("%d sizes, Lanes %d", len(sizes), o.Lanes)
 			var bytesMoved int64
 			for i, n := range sizes {
 				path := PathStaged
@@ -283,7 +283,7 @@ func TestGPUStagedConcurrent(t *testing.T) {
 
 	type tally struct {
 		n, bytes [2][numPaths]atomic.Int64 // by direction and path
-		chunks   atomic.Int64              // the fewest chunks and pieces the staged copies can count
+		chunks   atomic.Int64              // the fewest chunks the staged copies can count
 		chunksHi atomic.Int64              // and the most
 	}
 	var tallies [2]tally
