@@ -89,13 +89,18 @@ const (
 	// taking processors from the application.
 	DefaultMaxLanes = 8
 	// DefaultLaneSpin is 200 µs: longer than the gaps between transfers
-	// that follow each other back to back, so that a burst keeps its lanes
-	// awake, and shorter than the period of a paced stream of frames (3.3
-	// ms at 300 frames a second), which then pays no spin
-	// (BenchmarkPacedFrames).
+	// that follow each other back to back, so that such a stream keeps its
+	// lanes awake, and shorter than the period of a paced stream of frames
+	// (3.3 ms at 300 frames a second), which then pays no spin. Measured
+	// both ways by BenchmarkFrameStream and BenchmarkPacedFrames
+	// (docs/results/2026-12-01-transfer-shape.md): the spin speeds up a
+	// back-to-back stream and costs it CPU time; a paced stream's CPU time
+	// stayed near the driver's own copy.
 	DefaultLaneSpin = 200 * time.Microsecond
 	// DefaultDirectBelow is 1 MiB: from there on, staging was faster than
-	// the driver's own copy of pageable memory in both directions.
+	// the driver's own copy of pageable memory in a stream of transfers in
+	// both directions; a transfer after a pause, whose lanes must wake, is
+	// level with the driver's copy at 1 MiB.
 	DefaultDirectBelow = 1 << 20
 	// DefaultRegisterChunk is cuda.DefaultRegisterChunk, as for cudahost.
 	DefaultRegisterChunk = cuda.DefaultRegisterChunk

@@ -65,7 +65,7 @@ type plan struct {
 // what gives every lane a chunk.
 func planStaging(n int, dir Direction, active int, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
-	if active > 1 && !t.fixedLanes {
+	if active > 1 {
 		lanes = min(lanes, max(2, ceilDiv(lanes, active)))
 	}
 	buf := o.ChunkSize

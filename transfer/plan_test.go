@@ -50,7 +50,6 @@ func TestPlanStaging(t *testing.T) {
 		{frameBytes, H, 3, def, defaultTuning(), coop(frameBytes, 3, 3, 2, 352256, 9)},
 		{frameBytes, D, 10, def, defaultTuning(), coop(frameBytes, 3, 2, 2, 512<<10, 6)},
 		{64 * MiB, H, 4, def, defaultTuning(), plan{mode: chunked, n: 64 * MiB, chunk: 2 * MiB, chunks: 32, lanes: 2, buffer: 2 * MiB, depth: 8}},
-		{frameBytes, D, 10, def, tuning{coopChunk: MiB, coopShare: [2]int{1, 2}, minStripe: 64 << 10, minChunk: 256 << 10, fixedLanes: true}, coop(frameBytes, 3, 8, 2, 128<<10, 24)},
 		// One lane: chunked, the lane's chunk as large as a buffer allows.
 		{frameBytes, H, 1, opts(Options{Lanes: 1}), defaultTuning(), plan{mode: chunked, n: frameBytes, chunk: 2 * MiB, chunks: 2, lanes: 1, buffer: 2 * MiB, depth: 16}},
 		{100, D, 1, opts(Options{Lanes: 1}), defaultTuning(), plan{mode: chunked, n: 100, chunk: 256 << 10, chunks: 1, lanes: 1, buffer: 2 * MiB, depth: 16}},

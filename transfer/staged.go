@@ -28,7 +28,7 @@ func (c *Copier) staged(ctx context.Context, o op) error {
 		// The window or the pool could not give the transfer all its
 		// staging at once: run it chunked, which waits for staging as it
 		// goes.
-		p = planStaging(len(o.host), o.dir, active, c.opt, tuning{minChunk: c.tune.minChunk, fixedLanes: c.tune.fixedLanes})
+		p = planStaging(len(o.host), o.dir, active, c.opt, tuning{minChunk: c.tune.minChunk})
 	}
 	return c.chunked(ctx, o, p)
 }

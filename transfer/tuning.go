@@ -21,9 +21,6 @@ type tuning struct {
 	// minChunk is the smallest chunk of the chunked mode when a transfer is
 	// cut finer than ChunkSize to give every lane work.
 	minChunk int
-	// fixedLanes gives every transfer Options.Lanes lanes, however many
-	// transfers stage at once (by default they share them).
-	fixedLanes bool
 }
 
 // defaultTuning is the tuning of every copier made by New.
