@@ -53,7 +53,8 @@ func (c *Copier) issueLocked(o op, off int, host []byte) (event, error) {
 // many threads make them at once; one caller at a time made device-to-host
 // staging faster. A lane waiting here yields its processor to other
 // goroutines but keeps its thread awake, since a sleeping thread would
-// take longer to wake than the lock is held.
+// take longer to wake than the lock is held. In the package's lock order
+// (see Copier) it comes before events.mu and runState.mu.
 type issueLock struct{ held atomic.Bool }
 
 func (l *issueLock) lock() {

@@ -15,7 +15,7 @@ const maxQuickStreams = 64
 // direction, so one private stream serves both.
 type quickStreams struct {
 	dev  device
-	mu   sync.Mutex
+	mu   sync.Mutex // a leaf of the lock order (see Copier)
 	free []stream
 	live int // streams made and not destroyed, lent ones included
 }

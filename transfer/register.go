@@ -36,8 +36,8 @@ func (p regPart) Free() error { return p.h.Free() }
 
 // registry holds a copier's open registrations, sorted by address.
 type registry struct {
-	chunk int // Options.RegisterChunk, a multiple of the page size
-	mu    sync.RWMutex
+	chunk int          // Options.RegisterChunk, a multiple of the page size
+	mu    sync.RWMutex // held alone: no other lock is taken under it (see Copier)
 	list  []*Registration
 }
 
