@@ -24,10 +24,10 @@ type Placement struct {
 	Staging cudahost.Options
 
 	// Workers is the number of lanes of the device's copier
-	// (transfer.Options.Workers): the CPUs of the device's node shared
+	// (transfer.Options.Lanes): the CPUs of the device's node shared
 	// among the devices on that node, or all CPUs shared among all devices
 	// for a device whose node is unknown; at least 1, at most
-	// transfer.DefaultMaxWorkers.
+	// transfer.DefaultMaxLanes.
 	Workers int
 
 	// Reason says in a few words why the staging is bound or not.
@@ -66,7 +66,7 @@ func (p Placement) String() string {
 // A device whose node is known and shows CPUs gets that node's CPUs shared
 // among the devices reporting the same node; any other device gets all CPUs
 // (Host.CPUs) shared among all devices. Either way the share is clamped to
-// [1, transfer.DefaultMaxWorkers]: lanes beyond 8 did not stage faster on
+// [1, transfer.DefaultMaxLanes]: lanes beyond 8 did not stage faster on
 // the reference host, and every device keeps at least one.
 func Place(props []cuda.Properties, host Host) []Placement {
 	perNode := map[int]int{} // devices near each node that has CPUs
@@ -110,9 +110,9 @@ func lanesNode(p cuda.Properties, host Host) (int, bool) {
 }
 
 // lanes shares cpus among devices: at least 1, at most
-// transfer.DefaultMaxWorkers.
+// transfer.DefaultMaxLanes.
 func lanes(cpus, devices int) int {
-	return min(max(cpus/max(devices, 1), 1), transfer.DefaultMaxWorkers)
+	return min(max(cpus/max(devices, 1), 1), transfer.DefaultMaxLanes)
 }
 
 // unbound returns why the device's staging cannot be bound to its node, or
