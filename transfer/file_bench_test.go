@@ -110,3 +110,54 @@ func BenchmarkFileToDevice(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFileCold reads $PINPOOL_BENCH_FILE to the device from a cold
+// page cache, every way the file source can read it, with pieces of 2 to
+// 16 MiB and 2 to 16 lanes: the measurements behind the default.
+func BenchmarkFileCold(b *testing.B) {
+	path := os.Getenv("PINPOOL_BENCH_FILE")
+	if path == "" {
+		b.Skip("PINPOOL_BENCH_FILE not set: the file to measure (scripts/gpu-files.sh sets it on the GPU host)")
+	}
+	g := newGPU(b, cudahost.Options{})
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	n := fi.Size()
+	d := g.devMem(b, int(n))
+	defer func() { sourceWays.direct, sourceWays.firstWay = true, probeCachestat }()
+	for _, v := range []struct {
+		name         string
+		direct       bool
+		probe        int32
+		chunk, lanes int
+	}{
+		{"default", true, probeCachestat, 0, 0},
+		{"mincore", true, probeMincore, 0, 0},
+		{"buffered", false, probeCachestat, 0, 0},
+		{"direct/8MiB/4lanes", true, probeCachestat, 8 << 20, 4},
+		{"direct/4MiB/4lanes", true, probeCachestat, 4 << 20, 4},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			sourceWays.direct, sourceWays.firstWay = v.direct, v.probe
+			opt := Options{ChunkSize: v.chunk, Lanes: v.lanes}
+			if v.chunk > 0 {
+				opt.WindowBytes = int64(v.chunk * 2 * max(v.lanes, 1))
+			}
+			c := g.copier(b, opt)
+			b.SetBytes(n)
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				f.Sync()
+				unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+				b.StartTimer()
+				if got, err := c.ToDeviceFromFile(context.Background(), d.Ptr(), f, 0, n); err != nil || got != n {
+					b.Fatalf("%d bytes, %v", got, err)
+				}
+			}
+		})
+	}
+}

@@ -127,47 +127,55 @@ func TestToDeviceFromFile(t *testing.T) {
 }
 
 // TestFileDirectAndCached reads a file that is not in the page cache (it
-// asks the kernel to drop it) and one that is, and checks which way each
-// piece went: O_DIRECT for the first where the file system has it, the
-// page cache for the second.
+// asks the kernel to drop it) and one that is, with each probe of the page
+// cache, and checks which way each piece went: O_DIRECT for the first
+// where the file system has it, the page cache for the second.
 func TestFileDirectAndCached(t *testing.T) {
 	data := randomBytes(4<<20+100, 2)
 	f := writeTemp(t, data)
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
+	for _, way := range []int32{probeCachestat, probeMincore} {
+		t.Run(fmt.Sprint("probe ", way), func(t *testing.T) {
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+				t.Skipf("cannot drop the file from the page cache: %v", err)
+			}
+			sourceWays.firstWay = way
+			defer func() { sourceWays.firstWay = probeCachestat }()
+			s := openSource(f)
+			defer s.close()
+			if s.direct == nil {
+				t.Skipf("O_DIRECT not available in %s: pieces go through the page cache", filepath.Dir(f.Name()))
+			}
+			buf := make([]byte, 2<<20+directAlign) // a page-aligned window of it below
+			al := buf[directAlign-int(uintptr(unsafePointer(buf))%directAlign):][: 2<<20 : 2<<20]
+			read := func(off int64, n int) {
+				t.Helper()
+				got, err := s.readAt(al, off, n)
+				if err != nil || !bytes.Equal(got, data[off:off+int64(n)]) {
+					t.Fatalf("readAt(%d, %d): %v (or bytes differ)", off, n, err)
+				}
+			}
+			read(2<<20, 2<<20)
+			read(1<<20+5, 1<<20-5) // odd start
+			read(4<<20, 100)       // the tail
+			if s.directed.Load() == 0 {
+				t.Fatalf("a file dropped from the page cache was not read with O_DIRECT (probe now %d, cached %d)", s.probe.Load(), s.cached.Load())
+			}
+			// Now into the page cache, and read again: no O_DIRECT.
+			if _, err := io.Copy(io.Discard, io.NewSectionReader(f, 0, int64(len(data)))); err != nil {
+				t.Fatal(err)
+			}
+			before := s.directed.Load()
+			read(0, 2<<20)
+			read(4<<20, 100)
+			if s.directed.Load() != before {
+				t.Fatalf("a cached piece was read with O_DIRECT (%d bytes)", s.directed.Load()-before)
+			}
+			t.Logf("O_DIRECT %d bytes, page cache %d bytes, probe %d", s.directed.Load(), s.cached.Load(), s.probe.Load())
+		})
 	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Skipf("cannot drop the file from the page cache: %v", err)
-	}
-	s := openSource(f)
-	defer s.close()
-	buf := make([]byte, 2<<20+directAlign) // a page-aligned window of it below
-	al := buf[directAlign-int(uintptr(unsafePointer(buf))%directAlign):][: 2<<20 : 2<<20]
-	read := func(off int64, n int) {
-		t.Helper()
-		got, err := s.readAt(al, off, n)
-		if err != nil || !bytes.Equal(got, data[off:off+int64(n)]) {
-			t.Fatalf("readAt(%d, %d): %v (or bytes differ)", off, n, err)
-		}
-	}
-	read(2<<20, 2<<20)
-	read(1<<20+5, 1<<20-5) // odd start
-	read(4<<20, 100)       // the tail
-	if s.direct == nil || !s.useDirect.Load() {
-		t.Logf("O_DIRECT not available here (%s): read through the page cache", filepath.Dir(f.Name()))
-	} else if s.directed.Load() == 0 {
-		t.Fatalf("a file dropped from the page cache was not read with O_DIRECT (cached %d)", s.cached.Load())
-	}
-	// Now into the page cache, and read again: no O_DIRECT.
-	if _, err := io.Copy(io.Discard, io.NewSectionReader(f, 0, int64(len(data)))); err != nil {
-		t.Fatal(err)
-	}
-	before := s.directed.Load()
-	read(0, 2<<20)
-	if s.noWait.Load() && s.directed.Load() != before {
-		t.Fatalf("a cached piece was read with O_DIRECT (%d bytes)", s.directed.Load()-before)
-	}
-	t.Logf("O_DIRECT %d bytes, page cache %d bytes; RWF_NOWAIT probe %v", s.directed.Load(), s.cached.Load(), s.noWait.Load())
 }
 
 // TestStreamRoundTrip sends readers of every shape to the device and the
