@@ -29,9 +29,15 @@ PINPOOL_SAFETENSORS=$dir/model.safetensors PINPOOL_SAFETENSORS_SUMS=$dir/sums.js
 python3 scripts/ref/safetensors_peer.py verify "$dir/back.safetensors" "$dir/sums.json" >"$out/peer-verify.txt" 2>&1 || status=1
 rm -f "$dir/back.safetensors"
 if [ "${BENCH:-1}" != 0 ]; then
-	PINPOOL_BENCH_FILE=$dir/model.safetensors "$bin" -test.run '^$' -test.bench FileToDevice -test.benchtime "${BENCHTIME:-2x}" >"$out/bench-files.txt" 2>&1 || status=1
+	PINPOOL_BENCH_FILE=$dir/model.safetensors "$bin" -test.run '^$' -test.bench 'FileToDevice|FileCold' -test.benchtime "${BENCHTIME:-2x}" >"$out/bench-files.txt" 2>&1 || status=1
+	# The disk's own rates, cold, in the same run: direct (no page cache) and buffered.
+	drop() { python3 -c 'import os,sys; fd=os.open(sys.argv[1],os.O_RDONLY); os.fsync(fd); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)' "$1"; }
+	for i in 1 2; do
+		drop "$dir/model.safetensors"; echo "dd bs=16M iflag=direct, cold: $(dd if="$dir/model.safetensors" of=/dev/null bs=16M iflag=direct 2>&1 | tail -1)"
+		drop "$dir/model.safetensors"; echo "dd bs=16M buffered, cold: $(dd if="$dir/model.safetensors" of=/dev/null bs=16M 2>&1 | tail -1)"
+	done >"$out/disk.txt"
 	python3 scripts/ref/safetensors_peer.py bench "$dir/model.safetensors" >"$out/peer-bench.txt" 2>&1 || status=1
 fi
 grep -E -- '^(--- FAIL|--- PASS|ok|FAIL)' "$out/test-files.txt" | sort | uniq -c | sort -rn | head
-cat "$out/peer-verify.txt"; grep -E '^Benchmark' "$out/bench-files.txt"; cat "$out/peer-bench.txt"
+cat "$out/peer-verify.txt"; grep -E '^Benchmark' "$out/bench-files.txt"; cat "$out/disk.txt" "$out/peer-bench.txt"
 exit $status
