@@ -20,7 +20,7 @@ type Options struct {
 
 	// Transfer is the template of every copier's options. Zero fields take
 	// transfer's defaults, except Lanes: zero means the placement's lane
-	// count for the device (Placement.Workers), a positive value is used
+	// count for the device (Placement.Lanes), a positive value is used
 	// for every copier as is. Prewarm is always set: Open allocates (and
 	// binds) each copier's staging window at once, so that a device that
 	// cannot pin or bind it fails Open, not the first copy.

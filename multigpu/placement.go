@@ -23,12 +23,12 @@ type Placement struct {
 	// the Auto method and no binding.
 	Staging cudahost.Options
 
-	// Workers is the number of lanes of the device's copier
+	// Lanes is the number of lanes of the device's copier
 	// (transfer.Options.Lanes): the CPUs of the device's node shared
 	// among the devices on that node, or all CPUs shared among all devices
 	// for a device whose node is unknown; at least 1, at most
 	// transfer.DefaultMaxLanes.
-	Workers int
+	Lanes int
 
 	// Reason says in a few words why the staging is bound or not.
 	Reason string
@@ -44,10 +44,10 @@ func (p Placement) String() string {
 		where = fmt.Sprintf("staging on NUMA node %d (%v)", p.NUMANode, p.Staging.Method)
 	}
 	lanes := "copy lanes"
-	if p.Workers == 1 {
+	if p.Lanes == 1 {
 		lanes = "copy lane"
 	}
-	return fmt.Sprintf("device %d: %s, %d %s: %s", p.Device, where, p.Workers, lanes, p.Reason)
+	return fmt.Sprintf("device %d: %s, %d %s: %s", p.Device, where, p.Lanes, lanes, p.Reason)
 }
 
 // Place computes, from the devices' recorded properties and a description
@@ -80,9 +80,9 @@ func Place(props []cuda.Properties, host Host) []Placement {
 	for i, p := range props {
 		pl := Placement{Device: p.Ordinal, NUMANode: -1, Staging: cudahost.Options{Device: p.Ordinal}}
 		if n, ok := lanesNode(p, host); ok {
-			pl.Workers = lanes(host.Nodes[n], perNode[n])
+			pl.Lanes = lanes(host.Nodes[n], perNode[n])
 		} else {
-			pl.Workers = lanes(all, len(props))
+			pl.Lanes = lanes(all, len(props))
 		}
 		if why := unbound(p, host); why != "" {
 			pl.Reason = why

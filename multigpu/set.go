@@ -94,7 +94,7 @@ func open(devices []int, opt Options, adjust func([]Placement)) (*Set, error) {
 			pls[i].unbind("binding turned off (Options.NoNUMABind)")
 		}
 		if opt.Transfer.Lanes > 0 {
-			pls[i].Workers = opt.Transfer.Lanes
+			pls[i].Lanes = opt.Transfer.Lanes
 		}
 	}
 	if adjust != nil {
@@ -212,7 +212,7 @@ func (s *Set) openDevice(i int, opt Options) error {
 		return fmt.Errorf("multigpu: device %d: staging pool: %w", pl.Device, errors.Join(err, b.Close()))
 	}
 	topt := opt.Transfer
-	topt.Lanes = pl.Workers
+	topt.Lanes = pl.Lanes
 	topt.Prewarm = true
 	c, err := transfer.New(pool, b.Context(), topt)
 	if err != nil {
