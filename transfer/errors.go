@@ -37,6 +37,15 @@ var (
 	// errors.Is(err, ErrRegister) holds for it too.
 	ErrAlreadyRegistered = alreadyRegistered{}
 
+	// ErrInvalidRange is returned by the stream and file transfers for a
+	// negative length or offset, or a nil reader, writer or file.
+	ErrInvalidRange = errors.New("transfer: invalid range")
+
+	// ErrCallbackPanic is wrapped by the error of a stream or file
+	// transfer whose reader or writer panicked: the panic is caught, the
+	// transfer ends as after an error, and nothing is held.
+	ErrCallbackPanic = errors.New("transfer: reader or writer panicked")
+
 	// ErrNotMapped is returned by the zero-copy helpers for memory that is
 	// not mapped into the device's address space, and for devices that
 	// cannot map host memory at all.
@@ -51,7 +60,3 @@ func (alreadyRegistered) Error() string {
 }
 
 func (alreadyRegistered) Is(target error) bool { return target == ErrRegister }
-
-// ErrInvalidRange is returned by the stream and file transfers for a
-// negative length or offset.
-var ErrInvalidRange = errors.New("transfer: invalid range")

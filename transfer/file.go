@@ -103,7 +103,7 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 		if err := c.copyPiece(ctx, DeviceToHost, src+cuda.DevicePtr(pc.pos), b); err != nil {
 			return err
 		}
-		if _, err := f.WriteAt(b, pc.off); err != nil {
+		if _, err := caught("WriteAt", func() (int, error) { return f.WriteAt(b, pc.off) }); err != nil {
 			return fmt.Errorf("writing at %d: %w", pc.off, err)
 		}
 		return nil
@@ -114,7 +114,7 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 // readFullAt reads len(b) bytes of r at off; a short file is an error
 // wrapping io.ErrUnexpectedEOF that says where it ended.
 func readFullAt(r io.ReaderAt, b []byte, off int64) error {
-	k, err := r.ReadAt(b, off)
+	k, err := caught("ReadAt", func() (int, error) { return r.ReadAt(b, off) })
 	if k == len(b) {
 		return nil
 	}

@@ -179,6 +179,18 @@ func lanesOver(ctx context.Context, lanes, count int, p *progress, work func(i i
 	wg.Wait()
 }
 
+// caught runs fn, the caller's reader or writer, turning a panic into an
+// error wrapping ErrCallbackPanic: it may run on a lane of the copier, where
+// a panic would end the process.
+func caught(what string, fn func() (int, error)) (n int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			n, err = 0, fmt.Errorf("%w: %s: %v", ErrCallbackPanic, what, r)
+		}
+	}()
+	return fn()
+}
+
 // checkRange refuses a negative length or offset.
 func checkRange(what string, off, n int64) error {
 	if n < 0 || off < 0 {

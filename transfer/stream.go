@@ -85,7 +85,7 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 			p.fail(err)
 			break
 		}
-		k, err := io.ReadFull(r, s.buf.Bytes()[:pc.n])
+		k, err := caught("Read", func() (int, error) { return io.ReadFull(r, s.buf.Bytes()[:pc.n]) })
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				err = fmt.Errorf("the reader ended after %d bytes: %w", pc.pos+int64(k), io.ErrUnexpectedEOF)
@@ -168,7 +168,7 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 	for j := range queue {
 		err := <-j.copy
 		if err == nil && !p.failed.Load() {
-			if _, err = w.Write(j.s.buf.Bytes()[:ps[i].n]); err != nil {
+			if _, err = caught("Write", func() (int, error) { return w.Write(j.s.buf.Bytes()[:ps[i].n]) }); err != nil {
 				err = fmt.Errorf("writing after %d bytes: %w", ps[i].pos, err)
 			}
 		}

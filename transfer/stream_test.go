@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -264,6 +265,21 @@ func TestStreamErrors(t *testing.T) {
 			t.Fatalf("%d bytes, %v", got, err)
 		}
 	})
+	t.Run("panics", func(t *testing.T) {
+		for name, run := range map[string]func() (int64, error){
+			"Read": func() (int64, error) {
+				return e.c.ToDeviceFrom(nil, dev, io.MultiReader(bytes.NewReader(data[:chunk]), panicky{}), n)
+			},
+			"ReadAt":  func() (int64, error) { return e.c.ToDeviceFromFile(nil, dev, panicky{}, 0, n) },
+			"Write":   func() (int64, error) { return e.c.FromDeviceTo(nil, panicky{}, dev, n) },
+			"WriteAt": func() (int64, error) { return e.c.FromDeviceToFile(nil, panicky{}, 0, dev, n) },
+		} {
+			got, err := run()
+			if !errors.Is(err, ErrCallbackPanic) || !strings.Contains(err.Error(), name) || got >= n {
+				t.Errorf("%s panics: %d bytes, %v; want ErrCallbackPanic naming it", name, got, err)
+			}
+		}
+	})
 	t.Run("bad input", func(t *testing.T) {
 		for _, err := range []error{
 			func() error { _, err := e.c.ToDeviceFrom(nil, dev, bytes.NewReader(data), -1); return err }(),
@@ -401,6 +417,14 @@ func (f failingReaderAt) ReadAt(b []byte, off int64) (int, error) {
 	}
 	return copy(b, f.data[off:]), nil
 }
+
+// panicky panics in every method.
+type panicky struct{}
+
+func (panicky) Read([]byte) (int, error)           { panic("reader boom") }
+func (panicky) ReadAt([]byte, int64) (int, error)  { panic("readerAt boom") }
+func (panicky) Write([]byte) (int, error)          { panic("writer boom") }
+func (panicky) WriteAt([]byte, int64) (int, error) { panic("writerAt boom") }
 
 type failingWriterAt struct{ err error }
 
