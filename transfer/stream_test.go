@@ -265,6 +265,20 @@ func TestStreamErrors(t *testing.T) {
 			t.Fatalf("%d bytes, %v", got, err)
 		}
 	})
+	t.Run("file cancelled mid-way", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var calls atomic.Int32
+		r := readerAtFunc(func(b []byte, off int64) (int, error) {
+			if calls.Add(1) == 3 {
+				cancel()
+			}
+			return copy(b, data[off:]), nil
+		})
+		got, err := e.c.ToDeviceFromFile(ctx, dev, r, 0, n)
+		if !errors.Is(err, context.Canceled) || got >= n {
+			t.Fatalf("%d bytes, %v", got, err)
+		}
+	})
 	t.Run("panics", func(t *testing.T) {
 		for name, run := range map[string]func() (int64, error){
 			"Read": func() (int64, error) {
@@ -417,6 +431,10 @@ func (f failingReaderAt) ReadAt(b []byte, off int64) (int, error) {
 	}
 	return copy(b, f.data[off:]), nil
 }
+
+type readerAtFunc func([]byte, int64) (int, error)
+
+func (f readerAtFunc) ReadAt(b []byte, off int64) (int, error) { return f(b, off) }
 
 // panicky panics in every method.
 type panicky struct{}
