@@ -203,7 +203,7 @@ func (p *Pool) TryGet(n int) (Buffer, error) {
 	if e := c.cache.get(); e.s != nil {
 		return p.handOut(e.s, e.gen, n), nil
 	}
-	return p.getSlow(nil, c, n, false)
+	return p.getSlow(context.Background(), c, n, false) // never waits: the context is not looked at
 }
 
 // handOut makes the handle of a claimed slot (in use, generation gen).
@@ -404,7 +404,8 @@ func (p *Pool) Close() error {
 	p.pollPending(true)
 	var errs []error
 	for _, c := range p.classList() {
-		c.growMu.Lock() // wait for growth in flight
+		c.growMu.Lock()
+		//lint:ignore SA2001 the lock is taken only to wait for a growth in flight
 		c.growMu.Unlock()
 		if _, err := c.trimClass(trimPlan{want: -1, reason: TrimClose}); err != nil {
 			errs = append(errs, err)

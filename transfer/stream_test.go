@@ -282,11 +282,11 @@ func TestStreamErrors(t *testing.T) {
 	t.Run("panics", func(t *testing.T) {
 		for name, run := range map[string]func() (int64, error){
 			"Read": func() (int64, error) {
-				return e.c.ToDeviceFrom(nil, dev, io.MultiReader(bytes.NewReader(data[:chunk]), panicky{}), n)
+				return e.c.ToDeviceFrom(context.TODO(), dev, io.MultiReader(bytes.NewReader(data[:chunk]), panicky{}), n)
 			},
-			"ReadAt":  func() (int64, error) { return e.c.ToDeviceFromFile(nil, dev, panicky{}, 0, n) },
-			"Write":   func() (int64, error) { return e.c.FromDeviceTo(nil, panicky{}, dev, n) },
-			"WriteAt": func() (int64, error) { return e.c.FromDeviceToFile(nil, panicky{}, 0, dev, n) },
+			"ReadAt":  func() (int64, error) { return e.c.ToDeviceFromFile(context.TODO(), dev, panicky{}, 0, n) },
+			"Write":   func() (int64, error) { return e.c.FromDeviceTo(context.TODO(), panicky{}, dev, n) },
+			"WriteAt": func() (int64, error) { return e.c.FromDeviceToFile(context.TODO(), panicky{}, 0, dev, n) },
 		} {
 			got, err := run()
 			if !errors.Is(err, ErrCallbackPanic) || !strings.Contains(err.Error(), name) || got >= n {
@@ -296,12 +296,12 @@ func TestStreamErrors(t *testing.T) {
 	})
 	t.Run("bad input", func(t *testing.T) {
 		for _, err := range []error{
-			func() error { _, err := e.c.ToDeviceFrom(nil, dev, bytes.NewReader(data), -1); return err }(),
-			func() error { _, err := e.c.ToDeviceFrom(nil, dev, nil, 1); return err }(),
-			func() error { _, err := e.c.ToDeviceFromFile(nil, dev, nil, 0, 1); return err }(),
-			func() error { _, err := e.c.ToDeviceFromFile(nil, dev, bytes.NewReader(data), -1, 1); return err }(),
-			func() error { _, err := e.c.FromDeviceTo(nil, nil, dev, 1); return err }(),
-			func() error { _, err := e.c.FromDeviceToFile(nil, nil, 0, dev, 1); return err }(),
+			func() error { _, err := e.c.ToDeviceFrom(context.TODO(), dev, bytes.NewReader(data), -1); return err }(),
+			func() error { _, err := e.c.ToDeviceFrom(context.TODO(), dev, nil, 1); return err }(),
+			func() error { _, err := e.c.ToDeviceFromFile(context.TODO(), dev, nil, 0, 1); return err }(),
+			func() error { _, err := e.c.ToDeviceFromFile(context.TODO(), dev, bytes.NewReader(data), -1, 1); return err }(),
+			func() error { _, err := e.c.FromDeviceTo(context.TODO(), nil, dev, 1); return err }(),
+			func() error { _, err := e.c.FromDeviceToFile(context.TODO(), nil, 0, dev, 1); return err }(),
 		} {
 			if !errors.Is(err, ErrInvalidRange) {
 				t.Errorf("got %v, want ErrInvalidRange", err)
@@ -311,10 +311,10 @@ func TestStreamErrors(t *testing.T) {
 	e.checkPool(true)
 	t.Run("closed", func(t *testing.T) {
 		e.c.Close()
-		if _, err := e.c.ToDeviceFrom(nil, dev, bytes.NewReader(data), n); !errors.Is(err, ErrClosed) {
+		if _, err := e.c.ToDeviceFrom(context.TODO(), dev, bytes.NewReader(data), n); !errors.Is(err, ErrClosed) {
 			t.Fatalf("after Close: %v", err)
 		}
-		if _, err := e.c.FromDeviceToFile(nil, failingWriterAt{boom}, 0, dev, n); !errors.Is(err, ErrClosed) {
+		if _, err := e.c.FromDeviceToFile(context.TODO(), failingWriterAt{boom}, 0, dev, n); !errors.Is(err, ErrClosed) {
 			t.Fatalf("after Close: %v", err)
 		}
 	})
@@ -336,13 +336,13 @@ func TestStreamCloseRaces(t *testing.T) {
 				var err error
 				switch g % 4 {
 				case 0:
-					_, err = e.c.ToDeviceFromFile(nil, dev, f, 0, n)
+					_, err = e.c.ToDeviceFromFile(context.TODO(), dev, f, 0, n)
 				case 1:
-					_, err = e.c.ToDeviceFrom(nil, dev, bytes.NewReader(data), n)
+					_, err = e.c.ToDeviceFrom(context.TODO(), dev, bytes.NewReader(data), n)
 				case 2:
-					_, err = e.c.FromDeviceTo(nil, io.Discard, dev, n)
+					_, err = e.c.FromDeviceTo(context.TODO(), io.Discard, dev, n)
 				case 3:
-					_, err = e.c.FromDeviceToFile(nil, f, 0, dev, n)
+					_, err = e.c.FromDeviceToFile(context.TODO(), f, 0, dev, n)
 				}
 				if err != nil && !errors.Is(err, ErrClosed) {
 					t.Errorf("transfer %d: %v", g, err)
