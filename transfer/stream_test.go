@@ -299,7 +299,10 @@ func TestStreamErrors(t *testing.T) {
 			func() error { _, err := e.c.ToDeviceFrom(context.TODO(), dev, bytes.NewReader(data), -1); return err }(),
 			func() error { _, err := e.c.ToDeviceFrom(context.TODO(), dev, nil, 1); return err }(),
 			func() error { _, err := e.c.ToDeviceFromFile(context.TODO(), dev, nil, 0, 1); return err }(),
-			func() error { _, err := e.c.ToDeviceFromFile(context.TODO(), dev, bytes.NewReader(data), -1, 1); return err }(),
+			func() error {
+				_, err := e.c.ToDeviceFromFile(context.TODO(), dev, bytes.NewReader(data), -1, 1)
+				return err
+			}(),
 			func() error { _, err := e.c.FromDeviceTo(context.TODO(), nil, dev, 1); return err }(),
 			func() error { _, err := e.c.FromDeviceToFile(context.TODO(), nil, 0, dev, 1); return err }(),
 		} {
