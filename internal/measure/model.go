@@ -256,6 +256,14 @@ type Report struct {
 	// Skipped says, one line each, what was not measured and why ("mapped:
 	// the device cannot map host memory").
 	Skipped []string `json:"skipped,omitempty"`
+	// Partial is true when the run stopped early (interrupted, or a
+	// device failed): the rows are those measured before it stopped.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// Empty reports whether r holds no measurement at all.
+func (r *Report) Empty() bool {
+	return len(r.Transfers)+len(r.Allocs)+len(r.Pool)+len(r.HostCopies) == 0
 }
 
 // IsNoGPU reports whether r was measured without a GPU.
