@@ -278,3 +278,53 @@ func TestNiceCeil(t *testing.T) {
 		}
 	}
 }
+
+// TestPlotTitles: the title names no setup hint and calls memory pinned
+// only where a GPU pinned it; sizes left out (above RLIMIT_MEMLOCK) are
+// noted; a partial run says so.
+func TestPlotTitles(t *testing.T) {
+	r := noGPUReport()
+	r.Machine.NoGPU = "libcuda.so.1 not found; set PINPOOL_LIBCUDA to its path"
+	r.Skipped = []string{"transfers: no GPU", "allocation 16 MiB, 256 MiB: above RLIMIT_MEMLOCK (8 MiB); `pinpool info` says how to raise it"}
+	r.Partial = true
+	title, sub := plotTitles(r, false, false)
+	tt, st := strings.Join(title, " "), strings.Join(sub, " ")
+	if strings.Contains(tt, "PINPOOL_LIBCUDA") || strings.Contains(tt, "Pinned") || !strings.Contains(tt, "no GPU") {
+		t.Errorf("title %q", tt)
+	}
+	if !strings.Contains(st, "skipped: allocation 16 MiB, 256 MiB: above RLIMIT_MEMLOCK (8 MiB)") ||
+		strings.Contains(st, "pinpool info") || strings.Contains(st, "transfers: no GPU") || !strings.Contains(st, "partial") {
+		t.Errorf("subtitle %q", st)
+	}
+	if title, _ := plotTitles(h200Report(), false, false); !strings.HasPrefix(title[0], "Pinned") {
+		t.Errorf("GPU title %q", title)
+	}
+}
+
+// TestPlotSeveralDevices: with several devices every device's transfers
+// are drawn, a row of panels each, and those of all at once (before, the
+// panels showed device 0 only).
+func TestPlotSeveralDevices(t *testing.T) {
+	rows, _, err := bandwidthPanels(twoDevices())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d rows of panels, want 3 (device 0, device 1, all at once)", len(rows))
+	}
+	for i, want := range []string{"device 0, ", "device 1, ", "all at once, "} {
+		if got := rows[i][0].Title.Text; !strings.HasPrefix(got, want) {
+			t.Errorf("row %d titled %q, want %q...", i, got, want)
+		}
+	}
+	one, two := filepath.Join(t.TempDir(), "one.png"), filepath.Join(t.TempDir(), "two.png")
+	if err := Plot(one, h200Report()); err != nil {
+		t.Fatal(err)
+	}
+	if err := Plot(two, twoDevices()); err != nil {
+		t.Fatal(err)
+	}
+	if h1, h2 := decodePNG(t, one).Bounds().Dy(), decodePNG(t, two).Bounds().Dy(); float64(h2-h1) < 2*4*plotDPI {
+		t.Errorf("two devices: %d px high against %d for one, want two more rows", h2, h1)
+	}
+}
