@@ -109,6 +109,11 @@ type Transfer struct {
 	// every measured device at once (Size bytes on each; the rate is the
 	// sum over the devices).
 	Device int `json:"device"`
+	// Runs are the repeats in up to MaxRuns consecutive batches, for the
+	// Go benchmark format (a line per run); absent in reports saved before
+	// it was recorded.
+	Runs []RepeatRun `json:"runs,omitempty"`
+
 	// Timer is how the transfers were timed: "cuda-events" (events
 	// recorded on the stream around the copy) or "wall" (the host clock
 	// around a call that returns when the bytes are in place: pageable and
@@ -157,6 +162,7 @@ type Alloc struct {
 	Median  time.Duration `json:"median_ns"`
 	Min     time.Duration `json:"min_ns"`
 	Max     time.Duration `json:"max_ns"`
+	Runs    []RepeatRun   `json:"runs,omitempty"` // as Transfer.Runs
 }
 
 // Pool implementations compared by the pool benchmark.
@@ -219,6 +225,7 @@ type HostCopy struct {
 	Min     time.Duration `json:"min_ns"`
 	Max     time.Duration `json:"max_ns"`
 	GBps    float64       `json:"gigabytes_per_second"` // 10^9 bytes per second, at the median
+	Runs    []RepeatRun   `json:"runs,omitempty"`       // as Transfer.Runs
 }
 
 type Machine struct {
