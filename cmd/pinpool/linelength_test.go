@@ -29,7 +29,7 @@ func TestLineLengths(t *testing.T) {
 	runs := [][]string{
 		{"--help"}, {"help"}, {"info"}, {"version"},
 		append(append([]string(nil), smallBench...), "--plot", filepath.Join(t.TempDir(), "bw.svg")),
-		{"bench", "--from", saved}, {"bench", "--from", saved, "--plot", filepath.Join(t.TempDir(), "gpu.png")},
+		{"bench", "--from", saved}, {"bench", "--from", saved, "--plot", filepath.Join(t.TempDir(), "gpu.svg")},
 		{"advise", "--from", saved},
 		{"stress", "--goroutines", "3", "--iterations", "5", "--sleep-scale", "0", "--compare-seed", "--compare-raw", "--budget", "64MiB"},
 		{"monitor", "--once", "--pid", "1"},

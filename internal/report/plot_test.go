@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -81,19 +83,39 @@ func TestPlotPNG(t *testing.T) {
 	}
 
 	// One direction: one panel, narrower by two panels and their gaps.
-	one := filepath.Join(dir, "UPPER.PNG")
+	// The layout is the same in either format: the SVG (in points) is
+	// measured, as rasterising a second PNG under the race detector takes
+	// seconds.
+	one := filepath.Join(dir, "UPPER.SVG") // an upper-case extension is accepted
 	if err := Plot(one, transfersOnly(without(h200Report(), func(t measure.Transfer) bool { return t.Dir != measure.H2D }))); err != nil {
 		t.Fatal(err)
 	}
-	img1 := decodePNG(t, one)
+	w1, h1 := svgSize(t, one)
+	w1, h1 = w1/72*plotDPI, h1/72*plotDPI // in pixels of the PNG
 	wantNarrower := float64(2*(panelWidth+panelGap)) / 72 * plotDPI
-	if d := float64(w - img1.Bounds().Dx()); d < wantNarrower-2 || d > wantNarrower+2 {
+	if d := float64(w) - w1; d < wantNarrower-2 || d > wantNarrower+2 {
 		t.Errorf("one panel is %v px narrower than three, want %v", d, wantNarrower)
 	}
 	// The same panels, under a title wrapped to more lines.
-	if h1 := img1.Bounds().Dy(); h1 <= h || float64(h1) > 7*plotDPI {
-		t.Errorf("one panel is %d px high, three %d: want a little higher", h1, h)
+	if h1 <= float64(h) || h1 > 7*plotDPI {
+		t.Errorf("one panel is %v px high, three %d: want a little higher", h1, h)
 	}
+}
+
+// svgSize returns the width and height, in points, of the SVG at path.
+func svgSize(t *testing.T, path string) (w, h float64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`<svg width="([0-9.]+)pt" height="([0-9.]+)pt"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s: no size in the svg element", path)
+	}
+	w, _ = strconv.ParseFloat(string(m[1]), 64)
+	h, _ = strconv.ParseFloat(string(m[2]), 64)
+	return w, h
 }
 
 // transfersOnly is r without its host-side rows (one row of panels).
@@ -127,12 +149,12 @@ func TestPlotHostSide(t *testing.T) {
 			t.Errorf("line %d: %d pixels of its colour, want a line's worth", i, n)
 		}
 	}
-	both := filepath.Join(dir, "both.png")
+	both := filepath.Join(dir, "both.svg") // the layout of the PNG, faster
 	if err := Plot(both, h200Report()); err != nil {
 		t.Fatal(err)
 	}
-	if h2 := decodePNG(t, both).Bounds().Dy(); float64(h2) < 2*4.4*plotDPI {
-		t.Errorf("bandwidth and host rows: %d px high, want two rows", h2)
+	if _, h2 := svgSize(t, both); h2 < 2*4.4*72 {
+		t.Errorf("bandwidth and host rows: %v pt high, want two rows", h2)
 	}
 }
 
@@ -317,14 +339,15 @@ func TestPlotSeveralDevices(t *testing.T) {
 			t.Errorf("row %d titled %q, want %q...", i, got, want)
 		}
 	}
-	one, two := filepath.Join(t.TempDir(), "one.png"), filepath.Join(t.TempDir(), "two.png")
+	one, two := filepath.Join(t.TempDir(), "one.svg"), filepath.Join(t.TempDir(), "two.svg")
 	if err := Plot(one, h200Report()); err != nil {
 		t.Fatal(err)
 	}
 	if err := Plot(two, twoDevices()); err != nil {
 		t.Fatal(err)
 	}
-	if h1, h2 := decodePNG(t, one).Bounds().Dy(), decodePNG(t, two).Bounds().Dy(); float64(h2-h1) < 2*4*plotDPI {
-		t.Errorf("two devices: %d px high against %d for one, want two more rows", h2, h1)
+	_, h1 := svgSize(t, one)
+	if _, h2 := svgSize(t, two); h2-h1 < 2*4*72 {
+		t.Errorf("two devices: %v pt high against %v for one, want two more rows", h2, h1)
 	}
 }
