@@ -138,6 +138,7 @@ func TestBenchGoBench(t *testing.T) {
 // shows the allocation costs and the pools, which the README's main
 // command promises on any machine).
 func TestBenchPlot(t *testing.T) {
+	t.Parallel() // rasterising the PNG is slow under -race: overlap it
 	path := filepath.Join(t.TempDir(), "bw.png")
 	_, errOut := benchCLI(t, "--plot", path)
 	f, err := os.ReadFile(path)
