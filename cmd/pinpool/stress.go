@@ -422,11 +422,18 @@ func (r *stressReport) writeText(w io.Writer) error {
 	if r.Partial {
 		fmt.Fprintln(w, "partial: interrupted; the rows below are the contenders that ran before it")
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "contender\tmemory\tops/s\tp50\tp99\tmax\thits\tmisses\theld\tpeak\tallocs\tfailures")
+	// The memory each contender uses, on a line of its own: backend names
+	// are long, and as a column they pushed the table past 120 characters.
+	var mem []string
 	for _, res := range r.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n",
-			res.Name, res.Memory, res.OpsPerSecond,
+		mem = append(mem, res.Name+" on "+res.Memory)
+	}
+	fmt.Fprintln(w, textwrap.Wrap("memory: "+strings.Join(mem, "; "), textwrap.Width, "  "))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "contender\tops/s\tp50\tp99\tmax\thits\tmisses\theld\tpeak\tallocs\tfailures")
+	for _, res := range r.Results {
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n",
+			res.Name, res.OpsPerSecond,
 			formatNs(res.P50Ns), formatNs(res.P99Ns), formatNs(res.MaxNs),
 			optCount(res.Hits), optCount(res.Misses),
 			units.Limit(uint64(max(0, res.BytesHeld))), units.Limit(uint64(max(0, res.PeakBytesHeld))),

@@ -58,8 +58,8 @@ func TestStressText(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^pinpool\s+\S+`).MatchString(out) {
 		t.Errorf("no pinpool row:\n%s", out)
 	}
-	if n := strings.Count(out, "\n"); n != 4 { // workload (two lines), header, one contender
-		t.Errorf("%d lines, want 4:\n%s", n, out)
+	if n := strings.Count(out, "\n"); n != 5 { // workload (two lines), memory, header, one contender
+		t.Errorf("%d lines, want 5:\n%s", n, out)
 	}
 }
 
