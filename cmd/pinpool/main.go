@@ -7,7 +7,7 @@
 // Usage:
 //
 //	pinpool info [--json]
-//	pinpool bench [--sizes 4KiB,1MiB,... | --max-size 1GiB] [--kinds pinned,staged,...] [--directions H2D,D2H,both] [--json | --csv | --gobench] [--plot bw.png]
+//	pinpool bench [--sizes 4KiB,1MiB,... | --max-size 1GiB] [--kinds pinned,staged,...] [--directions H2D,D2H,both] [--json | --csv | --gobench] [--plot FILE.png|.svg]
 //	pinpool advise [--from bench.json | --full] [--json]
 //	pinpool stress [--goroutines 10] [--iterations 100] [--size 3110400] [--sleep-scale 1] [--warmup N] [--reserve] [--budget BYTES] [--wait D] [--[no-]exact] [--compare-raw] [--compare-seed] [--metrics-addr HOST:PORT] [--json]
 //	pinpool monitor [--interval 1s] [--once | --count N] [--pid PID] [--warn-below 3%] [--json]
