@@ -83,7 +83,7 @@ func TestBurstDoesNotStorm(t *testing.T) {
 				burst(t, p, tc.sizes, tc.low, tc.hold, 1, 0) // warm-up
 				warm := p.Stats()
 				_, _, allocs, frees := f.stats()
-				cycles := max(3, min(200, int(time.Second/(2*pause+time.Millisecond))))
+				cycles := max(3, min(100, int(400*time.Millisecond/(2*pause+time.Millisecond))))
 				burst(t, p, tc.sizes, tc.low, tc.hold, cycles, pause)
 				st := p.Stats()
 				_, _, allocs2, frees2 := f.stats()

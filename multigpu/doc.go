@@ -22,8 +22,8 @@
 //     device reports as nearest (the attribute HOST_NUMA_ID,
 //     cuda.Properties.HostNUMAID) when it reports one, the host shows that
 //     node and the device can register host memory; and the copier's lanes
-//     (transfer.Options.Workers): the CPUs of that node shared among the
-//     devices on it, at most transfer.DefaultMaxWorkers.
+//     (transfer.Options.Lanes): the CPUs of that node shared among the
+//     devices on it, at most transfer.DefaultMaxLanes.
 //
 // # Why
 //

@@ -14,8 +14,9 @@ var (
 	ErrInvalidDevices = errors.New("multigpu: invalid device list")
 
 	// ErrInvalidOptions is returned by Open for options out of range: a
-	// negative Budget, or a Transfer template whose ChunkSize, WindowBytes
-	// or Workers is negative, or whose WindowBytes holds no chunk.
+	// negative Budget, or a Transfer template that transfer.New would
+	// refuse (transfer.Options.Defaults: a negative ChunkSize, WindowBytes
+	// or Lanes, a WindowBytes that holds no chunk, and so on).
 	ErrInvalidOptions = errors.New("multigpu: invalid options")
 
 	// ErrNotInSet is returned by Set.Copier and Set.Context for a device

@@ -11,7 +11,7 @@ import (
 // FuzzPlace feeds Place random device attributes and host layouts, decoded
 // from the fuzzer's bytes, and checks its promises: it never panics, gives
 // one placement per device in order, every copier 1 to
-// transfer.DefaultMaxWorkers lanes, the copiers of a node together no more
+// transfer.DefaultMaxLanes lanes, the copiers of a node together no more
 // lanes than its CPUs (or one each), and binds staging only to a node the
 // host shows, that the device reported, on a device that can register host
 // memory, with the Register method.
@@ -35,15 +35,15 @@ func FuzzPlace(f *testing.F) {
 			if g.Device != p.Ordinal || g.Staging.Device != p.Ordinal {
 				t.Fatalf("%d: %+v for device %d", i, g, p.Ordinal)
 			}
-			if g.Workers < 1 || g.Workers > transfer.DefaultMaxWorkers {
-				t.Fatalf("%v: Workers %d out of [1, %d]", g, g.Workers, transfer.DefaultMaxWorkers)
+			if g.Lanes < 1 || g.Lanes > transfer.DefaultMaxLanes {
+				t.Fatalf("%v: Lanes %d out of [1, %d]", g, g.Lanes, transfer.DefaultMaxLanes)
 			}
 			if g.Reason == "" {
 				t.Fatalf("%v: no reason", g)
 			}
 			if n := p.HostNUMAID; n >= 0 && host.Nodes[n] > 0 {
 				c := onNode[n]
-				onNode[n] = [2]int{c[0] + 1, c[1] + g.Workers}
+				onNode[n] = [2]int{c[0] + 1, c[1] + g.Lanes}
 			}
 			if !g.Staging.BindNUMA {
 				if g.NUMANode != -1 || g.Staging != (cudahost.Options{Device: p.Ordinal}) {

@@ -90,7 +90,7 @@ func TestGPUSet(t *testing.T) {
 	for i, pl := range s.Placements() {
 		t.Logf("%v (%s, HOST_NUMA_ID %d; staging backend %s)", pl, props[i].Name, props[i].HostNUMAID, s.per[i].backend.Name())
 		w := want[i]
-		if pl.NUMANode != w.NUMANode && !strings.Contains(pl.Reason, "failed") || pl.Workers != w.Workers {
+		if pl.NUMANode != w.NUMANode && !strings.Contains(pl.Reason, "failed") || pl.Lanes != w.Lanes {
 			t.Errorf("device %d: placement %v, Place says %v", pl.Device, pl, w)
 		}
 		if bound := strings.Contains(s.per[i].backend.Name(), fmt.Sprintf("+numa%d", pl.NUMANode)); bound != (pl.NUMANode >= 0) {
@@ -100,8 +100,8 @@ func TestGPUSet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.Options().Workers; got != pl.Workers {
-			t.Errorf("device %d: copier runs %d lanes, placement says %d", pl.Device, got, pl.Workers)
+		if got := c.Options().Lanes; got != pl.Lanes {
+			t.Errorf("device %d: copier runs %d lanes, placement says %d", pl.Device, got, pl.Lanes)
 		}
 		st := s.per[i].staging.Stats()
 		if st.BytesHeld != c.Options().WindowBytes || st.Budget != st.BytesHeld {
@@ -247,7 +247,7 @@ func TestGPUSharedBufferEveryDevice(t *testing.T) {
 // themselves: every staging bound to node 0 (the register method with
 // mbind, where the device can register), and the first device's to a node
 // no host has, which must fall back to unbound staging with the reason.
-// Options.NoNUMABind and a fixed Workers are checked on the way.
+// Options.NoNUMABind and a fixed Lanes are checked on the way.
 func TestGPUBinding(t *testing.T) {
 	devices := gpuDevices(t, 1)
 	dev, err := cuda.GetDevice(devices[0])
@@ -285,12 +285,12 @@ func TestGPUBinding(t *testing.T) {
 		}
 		roundTripsOK(t, s, devices[0])
 	})
-	t.Run("NoNUMABind and Workers", func(t *testing.T) {
-		s := openSet(t, devices[:1], Options{NoNUMABind: true, Transfer: transfer.Options{Workers: 3}}, nil)
+	t.Run("NoNUMABind and Lanes", func(t *testing.T) {
+		s := openSet(t, devices[:1], Options{NoNUMABind: true, Transfer: transfer.Options{Lanes: 3}}, nil)
 		pl := s.Placements()[0]
 		c, _ := s.Copier(devices[0])
-		if pl.NUMANode != -1 || pl.Workers != 3 || c.Options().Workers != 3 || strings.Contains(s.per[0].backend.Name(), "numa") {
-			t.Errorf("placement %v, copier lanes %d, backend %s", pl, c.Options().Workers, s.per[0].backend.Name())
+		if pl.NUMANode != -1 || pl.Lanes != 3 || c.Options().Lanes != 3 || strings.Contains(s.per[0].backend.Name(), "numa") {
+			t.Errorf("placement %v, copier lanes %d, backend %s", pl, c.Options().Lanes, s.per[0].backend.Name())
 		}
 	})
 }

@@ -19,8 +19,8 @@ type Options struct {
 	Budget int64
 
 	// Transfer is the template of every copier's options. Zero fields take
-	// transfer's defaults, except Workers: zero means the placement's lane
-	// count for the device (Placement.Workers), a positive value is used
+	// transfer's defaults, except Lanes: zero means the placement's lane
+	// count for the device (Placement.Lanes), a positive value is used
 	// for every copier as is. Prewarm is always set: Open allocates (and
 	// binds) each copier's staging window at once, so that a device that
 	// cannot pin or bind it fails Open, not the first copy.
@@ -37,36 +37,26 @@ type Options struct {
 }
 
 // window is the staging window of one copier: the number of staging
-// buffers and their size, from the template's ChunkSize and WindowBytes
-// with transfer's defaults filled in as transfer.New fills them.
+// buffers and their size, from the template with transfer's defaults
+// filled in by transfer itself (transfer.Options.Defaults). It is zero for
+// a template that check refuses.
 func (o Options) window() (slots, chunk int) {
-	chunk = o.Transfer.ChunkSize
-	if chunk == 0 {
-		chunk = transfer.DefaultChunkSize
+	t, err := o.Transfer.Defaults()
+	if err != nil {
+		return 0, 0
 	}
-	w := o.Transfer.WindowBytes
-	if w == 0 {
-		w = max(transfer.DefaultWindowBytes, int64(chunk))
-	}
-	return int(w / int64(chunk)), chunk
+	return t.Slots(), t.ChunkSize
 }
 
-// check validates what Open sizes from the options before transfer.New
-// sees them; transfer.New checks the rest.
+// check validates the options before Open sizes anything from them; the
+// Transfer template is checked by transfer's own rules
+// (transfer.Options.Defaults), the ones transfer.New applies.
 func (o Options) check() error {
-	t := o.Transfer
-	switch {
-	case o.Budget < 0:
+	if o.Budget < 0 {
 		return fmt.Errorf("%w: Budget = %d", ErrInvalidOptions, o.Budget)
-	case t.ChunkSize < 0:
-		return fmt.Errorf("%w: Transfer.ChunkSize = %d", ErrInvalidOptions, t.ChunkSize)
-	case t.WindowBytes < 0:
-		return fmt.Errorf("%w: Transfer.WindowBytes = %d", ErrInvalidOptions, t.WindowBytes)
-	case t.Workers < 0:
-		return fmt.Errorf("%w: Transfer.Workers = %d", ErrInvalidOptions, t.Workers)
 	}
-	if slots, chunk := o.window(); slots < 1 {
-		return fmt.Errorf("%w: Transfer.WindowBytes = %d holds no chunk of %d bytes", ErrInvalidOptions, t.WindowBytes, chunk)
+	if _, err := o.Transfer.Defaults(); err != nil {
+		return fmt.Errorf("%w: Transfer: %w", ErrInvalidOptions, err)
 	}
 	return nil
 }

@@ -23,12 +23,12 @@ type Placement struct {
 	// the Auto method and no binding.
 	Staging cudahost.Options
 
-	// Workers is the number of lanes of the device's copier
-	// (transfer.Options.Workers): the CPUs of the device's node shared
+	// Lanes is the number of lanes of the device's copier
+	// (transfer.Options.Lanes): the CPUs of the device's node shared
 	// among the devices on that node, or all CPUs shared among all devices
 	// for a device whose node is unknown; at least 1, at most
-	// transfer.DefaultMaxWorkers.
-	Workers int
+	// transfer.DefaultMaxLanes.
+	Lanes int
 
 	// Reason says in a few words why the staging is bound or not.
 	Reason string
@@ -44,10 +44,10 @@ func (p Placement) String() string {
 		where = fmt.Sprintf("staging on NUMA node %d (%v)", p.NUMANode, p.Staging.Method)
 	}
 	lanes := "copy lanes"
-	if p.Workers == 1 {
+	if p.Lanes == 1 {
 		lanes = "copy lane"
 	}
-	return fmt.Sprintf("device %d: %s, %d %s: %s", p.Device, where, p.Workers, lanes, p.Reason)
+	return fmt.Sprintf("device %d: %s, %d %s: %s", p.Device, where, p.Lanes, lanes, p.Reason)
 }
 
 // Place computes, from the devices' recorded properties and a description
@@ -66,7 +66,7 @@ func (p Placement) String() string {
 // A device whose node is known and shows CPUs gets that node's CPUs shared
 // among the devices reporting the same node; any other device gets all CPUs
 // (Host.CPUs) shared among all devices. Either way the share is clamped to
-// [1, transfer.DefaultMaxWorkers]: lanes beyond 8 did not stage faster on
+// [1, transfer.DefaultMaxLanes]: lanes beyond 8 did not stage faster on
 // the reference host, and every device keeps at least one.
 func Place(props []cuda.Properties, host Host) []Placement {
 	perNode := map[int]int{} // devices near each node that has CPUs
@@ -80,9 +80,9 @@ func Place(props []cuda.Properties, host Host) []Placement {
 	for i, p := range props {
 		pl := Placement{Device: p.Ordinal, NUMANode: -1, Staging: cudahost.Options{Device: p.Ordinal}}
 		if n, ok := lanesNode(p, host); ok {
-			pl.Workers = lanes(host.Nodes[n], perNode[n])
+			pl.Lanes = lanes(host.Nodes[n], perNode[n])
 		} else {
-			pl.Workers = lanes(all, len(props))
+			pl.Lanes = lanes(all, len(props))
 		}
 		if why := unbound(p, host); why != "" {
 			pl.Reason = why
@@ -110,9 +110,9 @@ func lanesNode(p cuda.Properties, host Host) (int, bool) {
 }
 
 // lanes shares cpus among devices: at least 1, at most
-// transfer.DefaultMaxWorkers.
+// transfer.DefaultMaxLanes.
 func lanes(cpus, devices int) int {
-	return min(max(cpus/max(devices, 1), 1), transfer.DefaultMaxWorkers)
+	return min(max(cpus/max(devices, 1), 1), transfer.DefaultMaxLanes)
 }
 
 // unbound returns why the device's staging cannot be bound to its node, or

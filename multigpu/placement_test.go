@@ -95,8 +95,8 @@ func TestPlace(t *testing.T) {
 				if g.NUMANode != w.node {
 					t.Errorf("%d: NUMANode %d, want %d", i, g.NUMANode, w.node)
 				}
-				if g.Workers != w.workers {
-					t.Errorf("%d: Workers %d, want %d", i, g.Workers, w.workers)
+				if g.Lanes != w.workers {
+					t.Errorf("%d: Lanes %d, want %d", i, g.Lanes, w.workers)
 				}
 				if !strings.Contains(g.Reason, w.reason) {
 					t.Errorf("%d: Reason %q lacks %q", i, g.Reason, w.reason)

@@ -93,8 +93,8 @@ func open(devices []int, opt Options, adjust func([]Placement)) (*Set, error) {
 		if opt.NoNUMABind && pls[i].NUMANode >= 0 {
 			pls[i].unbind("binding turned off (Options.NoNUMABind)")
 		}
-		if opt.Transfer.Workers > 0 {
-			pls[i].Workers = opt.Transfer.Workers
+		if opt.Transfer.Lanes > 0 {
+			pls[i].Lanes = opt.Transfer.Lanes
 		}
 	}
 	if adjust != nil {
@@ -212,7 +212,7 @@ func (s *Set) openDevice(i int, opt Options) error {
 		return fmt.Errorf("multigpu: device %d: staging pool: %w", pl.Device, errors.Join(err, b.Close()))
 	}
 	topt := opt.Transfer
-	topt.Workers = pl.Workers
+	topt.Lanes = pl.Lanes
 	topt.Prewarm = true
 	c, err := transfer.New(pool, b.Context(), topt)
 	if err != nil {

@@ -27,7 +27,8 @@ func TestOpenInvalid(t *testing.T) {
 		{"negative chunk", []int{0}, Options{Transfer: transfer.Options{ChunkSize: -1}}, ErrInvalidOptions, "ChunkSize"},
 		{"negative window", []int{0}, Options{Transfer: transfer.Options{WindowBytes: -1}}, ErrInvalidOptions, "WindowBytes"},
 		{"window below a chunk", []int{0}, Options{Transfer: transfer.Options{ChunkSize: 4 << 20, WindowBytes: 1 << 20}}, ErrInvalidOptions, "holds no chunk"},
-		{"negative workers", []int{0}, Options{Transfer: transfer.Options{Workers: -2}}, ErrInvalidOptions, "Workers = -2"},
+		{"negative lanes", []int{0}, Options{Transfer: transfer.Options{Lanes: -2}}, ErrInvalidOptions, "Lanes = -2"},
+		{"one stream", []int{0}, Options{Transfer: transfer.Options{Streams: 1}}, ErrInvalidOptions, "Streams = 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

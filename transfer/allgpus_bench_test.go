@@ -76,14 +76,14 @@ func together(n int, f func(i int) error) (time.Duration, error) {
 }
 
 // hostCopy copies n bytes of pageable memory the way the staged path's
-// lanes do, without any device: k goroutines claim 2 MiB pieces of srcs
-// (host to device: from the pageable memory into a two-piece ring of their
+// lanes do, without any device: k goroutines claim 2 MiB chunks of srcs
+// (host to device: from the pageable memory into a two-chunk ring of their
 // own, which stays in the cache like a lane's staging buffers; device to
 // host: from the ring into the pageable memory). It is the host's ceiling
 // for the staged path.
 func hostCopy(k int, mem [][]byte, d Direction, rings [][]byte) {
-	const piece = 2 << 20
-	per := len(mem[0]) / piece
+	const chunk = 2 << 20
+	per := len(mem[0]) / chunk
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for j := range k {
@@ -94,8 +94,8 @@ func hostCopy(k int, mem [][]byte, d Direction, rings [][]byte) {
 				if i >= per*len(mem) {
 					return
 				}
-				m := mem[i/per][(i%per)*piece : (i%per+1)*piece]
-				r := ring[slot*piece : (slot+1)*piece]
+				m := mem[i/per][(i%per)*chunk : (i%per+1)*chunk]
+				r := ring[slot*chunk : (slot+1)*chunk]
 				if d == HostToDevice {
 					copyBytes(r, m, true)
 				} else {
@@ -155,14 +155,13 @@ func BenchmarkAllGPUs(b *testing.B) {
 	ctx := context.Background()
 	nd := len(a.gs)
 	for _, cf := range []struct {
-		w      int
-		stores stagingStores
-		name   string
-	}{{8, storesAuto, ""}, {8, storesStreaming, "/stores=nt"}, {16, storesAuto, ""}} {
+		w    int
+		name string
+	}{{8, ""}, {16, ""}} {
 		w := cf.w
 		cs := make([]*Copier, nd)
 		for i, g := range a.gs {
-			cs[i] = g.copier(b, Options{Workers: w, DirectBelow: -1, Prewarm: true, stores: cf.stores})
+			cs[i] = g.copier(b, Options{Lanes: w, DirectBelow: -1, Prewarm: true})
 		}
 		k := min(w*nd, runtime.NumCPU())
 		rings := make([][]byte, k)
@@ -176,7 +175,7 @@ func BenchmarkAllGPUs(b *testing.B) {
 			pinned := func(i int) error {
 				return cs[i].run(ctx, op{d, a.dev[i].Ptr(), a.pinned[i].Bytes()}, true)
 			}
-			b.Run(fmt.Sprintf("size=%s/workers=%d%s/devices=%d/%v", sizeName(size), w, cf.name, nd, d), func(b *testing.B) {
+			b.Run(fmt.Sprintf("size=%s/lanes=%d%s/devices=%d/%v", sizeName(size), w, cf.name, nd, d), func(b *testing.B) {
 				defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 				var alone, all, pin, ceil, nodma time.Duration
 				b.SetBytes(int64(size * nd))

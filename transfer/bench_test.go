@@ -14,7 +14,7 @@ import (
 
 // Benchmarks of the GPU host (they skip without a GPU). Each reports MB/s
 // (b.SetBytes) and GB/s. scripts/gpu-check.sh runs them with -test.cpu 1;
-// the CPU copy workers of the staged path need more than one processor, so
+// the lanes of the staged path need more than one processor, so
 // the benchmarks that stage raise GOMAXPROCS to the number of CPUs while
 // they run.
 
@@ -277,10 +277,10 @@ func BenchmarkHostCopy(b *testing.B) {
 			reportGBps(b, n)
 		})
 	}
-	// The same 256 MiB copied into a 16 MiB ring in 256 KiB pieces (below
+	// The same 256 MiB copied into a 16 MiB ring in 256 KiB parts (below
 	// the runtime's 1 MiB non-temporal threshold), as staging with a small
 	// window does: the destination stays in the last-level cache.
-	const ring, piece = 16 << 20, 256 << 10
+	const ring, part = 16 << 20, 256 << 10
 	dstRing := dst[:ring]
 	for _, k := range []int{1, 8, 16} {
 		b.Run(fmt.Sprintf("ring=16MiB/goroutines=%d", k), func(b *testing.B) {
@@ -290,9 +290,9 @@ func BenchmarkHostCopy(b *testing.B) {
 				var wg sync.WaitGroup
 				for i := range k {
 					wg.Go(func() {
-						for off := i * piece; off < n; off += k * piece {
+						for off := i * part; off < n; off += k * part {
 							r := off % ring
-							copy(dstRing[r:r+piece], src[off:off+piece])
+							copy(dstRing[r:r+part], src[off:off+part])
 						}
 					})
 				}
@@ -306,12 +306,9 @@ func BenchmarkHostCopy(b *testing.B) {
 // BenchmarkStagedTuning sweeps the staged path's lanes, chunk size and
 // window on 64 MiB and 256 MiB, to find what limits it (see
 // BenchmarkHostCopy). Small windows keep the staging buffers in the
-// last-level cache; stores=auto (the default: cached for these sizes)
-// keeps them there, stores=nt writes them with non-temporal stores,
-// stores=memmove is the runtime's copy. (A ramp
-// of quarter chunks at both ends of a transfer was tried on the H200 host
-// on 2026-11-30 and made no difference beyond noise: 32.0 against 35.5
-// GB/s host to device and 45.0 against 43.2 device to host at 64 MiB.)
+// last-level cache. (The staging stores, and a ramp of quarter chunks at
+// both ends of a transfer, were compared here and decided: see
+// docs/results/2026-11-30-transfers-at-scale.md.)
 func BenchmarkStagedTuning(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})
@@ -320,20 +317,16 @@ func BenchmarkStagedTuning(b *testing.B) {
 	dev := g.devMem(b, maxN)
 	host := randomBytes(maxN, 4)
 	for _, tc := range []struct {
-		workers, chunk, window int
-		stores                 stagingStores
+		lanes, chunk, window int
 	}{
-		{8, 2 << 20, 32 << 20, storesAuto}, // the defaults
-		{8, 2 << 20, 32 << 20, storesStreaming},
-		{8, 2 << 20, 32 << 20, storesMemmove},
-		{16, 2 << 20, 32 << 20, storesAuto},
-		{12, 2 << 20, 48 << 20, storesAuto},
+		{8, 2 << 20, 32 << 20}, // the defaults
+		{16, 2 << 20, 32 << 20},
+		{12, 2 << 20, 48 << 20},
 	} {
-		c := g.copier(b, Options{DirectBelow: -1, Workers: tc.workers, ChunkSize: tc.chunk, WindowBytes: int64(tc.window), stores: tc.stores})
-		stores := [...]string{"stores=auto", "stores=nt", "stores=cached", "stores=memmove"}[tc.stores]
+		c := g.copier(b, Options{DirectBelow: -1, Lanes: tc.lanes, ChunkSize: tc.chunk, WindowBytes: int64(tc.window)})
 		for _, n := range []int{64 << 20, maxN} {
 			for _, d := range []Direction{HostToDevice, DeviceToHost} {
-				b.Run(fmt.Sprintf("size=%s/workers=%d/chunk=%s/window=%s/%s/%v", sizeName(n), tc.workers, sizeName(tc.chunk), sizeName(tc.window), stores, d), func(b *testing.B) {
+				b.Run(fmt.Sprintf("size=%s/lanes=%d/chunk=%s/window=%s/%v", sizeName(n), tc.lanes, sizeName(tc.chunk), sizeName(tc.window), d), func(b *testing.B) {
 					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 					b.SetBytes(int64(n))
 					for b.Loop() {

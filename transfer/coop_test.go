@@ -8,60 +8,99 @@ import (
 	"time"
 )
 
-// TestCoopSizes round-trips small transfers through the cooperative path,
-// at sizes around its pieces and slices, with several lane counts, and
-// checks every byte, the pieces counted as chunks, and that the staging
-// is all back.
+// TestCoopSizes round-trips small transfers through the cooperative mode,
+// at sizes around its chunks and stripes, with several lane counts, with
+// one chunk per staging buffer and with four, and checks every byte, the
+// chunks counted, and that the staging is all back.
 func TestCoopSizes(t *testing.T) {
-	for _, workers := range []int{2, 3, 8} {
-		e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 64 * testChunk, Workers: workers, DirectBelow: -1})
-		e.d.latency.Store(int64(10 * time.Microsecond))
-		for _, n := range []int{1, 63, 4095, 4097, coopSlice - 1, coopSlice + 1, testChunk - 1, testChunk, testChunk + 1, 7*testChunk + 4097, 32 * testChunk} {
-			t.Run(fmt.Sprintf("workers=%d/n=%d", workers, n), func(t *testing.T) {
-				src := randomBytes(n, uint64(n))
-				dev := e.d.alloc(n)
-				before := e.c.Stats().Chunks
-				if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
-					t.Fatal(err)
-				}
-				if got, want := e.c.Stats().Chunks-before, uint64((n+testChunk-1)/testChunk); got != want {
-					t.Errorf("%d pieces counted, want %d (one per chunk-sized piece)", got, want)
-				}
-				sameBytes(t, "device", e.devBytes(dev, n), src)
-				back := make([]byte, n)
-				if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
-					t.Fatal(err)
-				}
-				sameBytes(t, "round trip", back, src)
-				if st := e.c.Stats(); st.StagingBytes != 0 {
-					t.Errorf("%d bytes of staging held after the transfers", st.StagingBytes)
-				}
-			})
+	packed := defaultTuning()
+	packed.coopChunk = testChunk / 4
+	for _, lanes := range []int{2, 3, 8} {
+		for _, tu := range []tuning{defaultTuning(), packed} {
+			coopSizes(t, lanes, tu)
 		}
 	}
 }
 
-// TestCoopFallsBack checks that a small transfer whose pieces the window
-// cannot give at once, and one larger than the cooperative limit, take the
-// chunked path (one chunk per unitFor bytes) and still arrive.
+func coopSizes(t *testing.T, lanes int, tu tuning) {
+	e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 64 * testChunk, Lanes: lanes, DirectBelow: -1}, tu)
+	e.d.latency.Store(int64(10 * time.Microsecond))
+	chunk := min(testChunk, tu.coopChunk)
+	for _, n := range []int{1, 63, 4095, 4097, tu.minStripe - 1, tu.minStripe + 1, chunk - 1, chunk, chunk + 1, testChunk - 1, testChunk, testChunk + 1, 7*testChunk + 4097, 32 * testChunk} {
+		t.Run(fmt.Sprintf("lanes=%d/chunk=%d/n=%d", lanes, chunk, n), func(t *testing.T) {
+			if p := planStaging(n, HostToDevice, 1, e.c.opt, tu); p.mode != cooperative {
+				t.Fatalf("plan %+v, want cooperative", p)
+			}
+			src := randomBytes(n, uint64(n))
+			dev := e.d.alloc(n)
+			before := e.c.Stats().Chunks
+			if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := e.c.Stats().Chunks-before, uint64((n+chunk-1)/chunk); got != want {
+				t.Errorf("%d chunks counted, want %d", got, want)
+			}
+			if got, want := e.d.maxAsyncLen.Load(), int64(chunk); got > want {
+				t.Errorf("an asynchronous copy of %d bytes, chunks are %d", got, want)
+			}
+			sameBytes(t, "device", e.devBytes(dev, n), src)
+			back := make([]byte, n)
+			if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
+				t.Fatal(err)
+			}
+			sameBytes(t, "round trip", back, src)
+			if st := e.c.Stats(); st.StagingBytes != 0 {
+				t.Errorf("%d bytes of staging held after the transfers", st.StagingBytes)
+			}
+		})
+	}
+}
+
+// TestCoopFallsBack checks that a small transfer whose staging the window
+// cannot give at once (the window held by another transfer) runs chunked
+// instead, and still arrives, and that one larger than the window
+// runs chunked by its plan.
 func TestCoopFallsBack(t *testing.T) {
-	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Workers: 4, DirectBelow: -1, coopMax: 8 * testChunk})
-	for _, n := range []int{3 * testChunk, 9 * testChunk} { // 3 pieces > 4/2 slots; above coopMax
-		src := randomBytes(n, 7)
-		dev := e.d.alloc(n)
+	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Lanes: 4, DirectBelow: -1})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		n    int
+		busy bool
+	}{{2 * testChunk, true}, {5 * testChunk, false}} {
+		p := planStaging(tc.n, HostToDevice, 1, e.c.opt, e.c.tune)
+		if want := map[bool]mode{true: cooperative, false: chunked}[tc.busy]; p.mode != want {
+			t.Fatalf("%d bytes: plan %v, want %v", tc.n, p.mode, want)
+		}
+		if tc.busy { // 3 of the 4 slots: the 2 buffers cannot be had at once
+			for range 3 {
+				if !e.c.win.tryAcquire() {
+					t.Fatal("window busy")
+				}
+			}
+		}
+		src := randomBytes(tc.n, 7)
+		dev := e.d.alloc(tc.n)
 		before := e.c.Stats().Chunks
-		if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+		done := make(chan error, 1)
+		go func() { done <- e.c.ToDevice(ctx, dev, src) }()
+		if tc.busy {
+			time.Sleep(10 * time.Millisecond) // let it find the window short
+			for range 3 {
+				e.c.win.release()
+			}
+		}
+		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		unit := unitFor(n, testChunk, 4)
-		if got, want := e.c.Stats().Chunks-before, uint64((n+unit-1)/unit); got != want {
-			t.Errorf("%d bytes: %d chunks, want %d from the chunked path", n, got, want)
+		want := (tc.n + testChunk - 1) / testChunk // chunked: whole staging buffers
+		if got := e.c.Stats().Chunks - before; got != uint64(want) {
+			t.Errorf("%d bytes: %d chunks, want %d from the chunked mode", tc.n, got, want)
 		}
-		sameBytes(t, "device", e.devBytes(dev, n), src)
+		sameBytes(t, "device", e.devBytes(dev, tc.n), src)
 	}
 }
 
-// TestCoopFailure injects a device failure into the second piece of a
+// TestCoopFailure injects a device failure into the second chunk of a
 // cooperative transfer, when it is queued and when it runs, both ways: the
 // copy returns a typed error, nothing stays in flight, the pool gets the
 // staging back (retired when the copy failed while running), and the
@@ -70,7 +109,7 @@ func TestCoopFailure(t *testing.T) {
 	for _, when := range []string{"enqueue", "exec"} {
 		for _, dir := range []Direction{HostToDevice, DeviceToHost} {
 			t.Run(when+"/"+dir.String(), func(t *testing.T) {
-				e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Workers: 4, DirectBelow: -1})
+				e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Lanes: 4, DirectBelow: -1})
 				e.d.latency.Store(int64(50 * time.Microsecond))
 				e.injectFailure(when, 2)
 				const n = 5*testChunk + 3
@@ -103,7 +142,7 @@ func TestCoopFailure(t *testing.T) {
 // either completes with every byte or returns an error wrapping the
 // context's, with nothing left in flight and all staging back.
 func TestCoopCancel(t *testing.T) {
-	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Workers: 4, DirectBelow: -1})
+	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Lanes: 4, DirectBelow: -1})
 	e.d.latency.Store(int64(30 * time.Microsecond))
 	const n = 6*testChunk + 11
 	src := randomBytes(n, 13)

@@ -12,20 +12,32 @@ import (
 
 // Copier moves bytes between host memory and one device. It owns streams
 // (half per direction), a window of pinned staging buffers taken from a
-// pool, and the registrations made with Register; staged copies run on
-// up to Options.Workers goroutines of their own. All
-// methods are safe for concurrent use; transfers from many goroutines share
-// the streams and the window.
+// pool, the registrations made with Register, and Lanes-1 standing lanes
+// that join staged transfers. All methods are safe for concurrent use;
+// transfers from many goroutines share the streams and the window.
+//
+// Lock order. A goroutine that holds one of the package's locks takes
+// only locks further down this list, and waits for nothing while it holds
+// any of them except where noted:
+//
+//	Copier.mu (write: Close only)       guards closed; Close waits for inflight after releasing it
+//	issuing (issueLock)                 held around a chunk's driver calls; under it: events.mu, runState.mu
+//	registry.mu                         held alone, never while copying
+//	runState.mu, events.mu, quickStreams.mu   leaves: nothing is taken under them
+//
+// The window and the pool are taken with no lock of the package held; a
+// lane that waits for either holds no lock.
 type Copier struct {
 	pool *pinpool.Pool
 	dev  device
 	opt  Options
+	tune tuning
 
 	h2d, d2h []stream
 	rr       [2]atomic.Uint32 // round robin over each direction's streams
 
 	win     *window
-	crew    *crew
+	lanes   *standingLanes
 	issuing issueLock // the staged lanes' driver calls
 	events  events
 	quick   quickStreams
@@ -47,19 +59,20 @@ func New(pool *pinpool.Pool, ctx *cuda.Context, opt Options) (*Copier, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil cuda.Context", ErrInvalidOptions)
 	}
-	return newCopier(pool, cudaDevice{ctx}, opt)
+	return newCopier(pool, cudaDevice{ctx}, opt, defaultTuning())
 }
 
-// newCopier makes a copier over any device (the fake one in tests).
-func newCopier(pool *pinpool.Pool, dev device, opt Options) (*Copier, error) {
+// newCopier makes a copier over any device (the fake one in tests) with
+// the given tuning (defaultTuning but in benchmarks that compare tunings).
+func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrInvalidOptions)
 	}
-	o, err := opt.withDefaults()
+	o, err := opt.Defaults()
 	if err != nil {
 		return nil, err
 	}
-	c := &Copier{pool: pool, dev: dev, opt: o, events: events{dev: dev}, quick: quickStreams{dev: dev}}
+	c := &Copier{pool: pool, dev: dev, opt: o, tune: t, events: events{dev: dev}, quick: quickStreams{dev: dev}}
 	c.regs.chunk = int(o.RegisterChunk)
 	streams := make([]stream, 0, o.Streams)
 	for range o.Streams {
@@ -74,16 +87,16 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options) (*Copier, error) {
 	}
 	half := (o.Streams + 1) / 2
 	c.h2d, c.d2h = streams[:half], streams[half:]
-	c.win = newWindow(o.slots(), o.ChunkSize)
+	c.win = newWindow(o.Slots(), o.ChunkSize)
 	if o.Prewarm {
-		if err := pool.Reserve(o.ChunkSize, o.slots()); err != nil {
+		if err := pool.Reserve(o.ChunkSize, o.Slots()); err != nil {
 			for _, s := range streams {
 				s.destroy()
 			}
-			return nil, fmt.Errorf("%w: prewarming %d buffers of %d bytes: %w", ErrStaging, o.slots(), o.ChunkSize, err)
+			return nil, fmt.Errorf("%w: prewarming %d buffers of %d bytes: %w", ErrStaging, o.Slots(), o.ChunkSize, err)
 		}
 	}
-	c.crew = newCrew(o.Workers-1, o.LaneSpin)
+	c.lanes = newStandingLanes(o.Lanes-1, o.LaneSpin)
 	return c, nil
 }
 
@@ -129,7 +142,7 @@ func (c *Copier) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	c.inflight.Wait()
-	c.crew.stop()
+	c.lanes.stop()
 	var errs []error
 	if err := c.regs.closeAll(); err != nil {
 		errs = append(errs, err)

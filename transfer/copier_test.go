@@ -21,7 +21,7 @@ func TestRoundTrip(t *testing.T) {
 	for _, direct := range []int{-1, 0} {
 		for _, streams := range []int{2, 4} {
 			t.Run(fmt.Sprintf("direct=%d/streams=%d", direct, streams), func(t *testing.T) {
-				e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Streams: streams, DirectBelow: direct, Workers: 4})
+				e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Streams: streams, DirectBelow: direct, Lanes: 4})
 				for i, n := range sizesFor(testChunk) {
 					src := randomBytes(n, uint64(i)+1)
 					dev := e.d.alloc(n)
@@ -71,7 +71,7 @@ func TestZeroLength(t *testing.T) {
 func TestChunks(t *testing.T) {
 	for _, dir := range []Direction{HostToDevice, DeviceToHost} {
 		t.Run(dir.String(), func(t *testing.T) {
-			e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Streams: 4, DirectBelow: -1, Workers: 3})
+			e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Streams: 4, DirectBelow: -1, Lanes: 3})
 			e.d.latency.Store(int64(50 * time.Microsecond))
 			const n = 10*testChunk + 3
 			host := randomBytes(n, 9)
@@ -110,25 +110,6 @@ func TestChunks(t *testing.T) {
 				t.Fatalf("%v chunks used %d streams, want the 2 of the direction", dir, len(streams))
 			}
 		})
-	}
-}
-
-// TestUnitFor checks the chunk size of a staged transfer: ChunkSize for
-// large transfers, cut so that every lane gets work for smaller ones, never
-// below minUnit (or ChunkSize, if that is smaller), in whole cache lines.
-func TestUnitFor(t *testing.T) {
-	for _, tc := range []struct{ n, chunk, lanes, want int }{
-		{256 << 20, 4 << 20, 16, 4 << 20},
-		{32 << 20, 4 << 20, 16, 2 << 20},
-		{3 << 20, 4 << 20, 16, minUnit},
-		{3<<20 + 1, 4 << 20, 1, 3<<20 + 64},
-		{1 << 20, 64 << 10, 16, 64 << 10},
-		{10*testChunk + 3, testChunk, 3, testChunk},
-		{100, 4 << 20, 1, minUnit},
-	} {
-		if got := unitFor(tc.n, tc.chunk, tc.lanes); got != tc.want {
-			t.Errorf("unitFor(%d, %d, %d) = %d, want %d", tc.n, tc.chunk, tc.lanes, got, tc.want)
-		}
 	}
 }
 
@@ -205,20 +186,23 @@ func TestPaths(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	o, err := Options{}.withDefaults()
+	o, err := Options{}.Defaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Streams != 2 || o.ChunkSize != 2<<20 || o.WindowBytes != 32<<20 || o.Workers < 1 || o.Workers > 8 ||
-		o.DirectBelow != 1<<20 || o.RegisterChunk != 64<<30 || o.slots() != 16 || o.LaneSpin != DefaultLaneSpin {
+	if o.Streams != 2 || o.ChunkSize != 2<<20 || o.WindowBytes != 32<<20 || o.Lanes < 1 || o.Lanes > 8 ||
+		o.DirectBelow != 1<<20 || o.RegisterChunk != 64<<30 || o.Slots() != 16 || o.LaneSpin != DefaultLaneSpin {
 		t.Fatalf("defaults %+v", o)
 	}
-	for _, bad := range []Options{{Streams: 1}, {Streams: -2}, {ChunkSize: -1}, {ChunkSize: 1 << 20, WindowBytes: 1 << 19}, {Workers: -1}, {RegisterChunk: -1}} {
-		if _, err := bad.withDefaults(); !errors.Is(err, ErrInvalidOptions) {
+	if again, err := o.Defaults(); err != nil || again != o {
+		t.Fatalf("Defaults of the defaults: %+v, %v", again, err)
+	}
+	for _, bad := range []Options{{Streams: 1}, {Streams: -2}, {ChunkSize: -1}, {ChunkSize: 1 << 20, WindowBytes: 1 << 19}, {Lanes: -1}, {RegisterChunk: -1}} {
+		if _, err := bad.Defaults(); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%+v: %v", bad, err)
 		}
 	}
-	if _, err := newCopier(nil, newFakeDevice(), Options{}); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := newCopier(nil, newFakeDevice(), Options{}, defaultTuning()); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("nil pool: %v", err)
 	}
 	if _, err := New(nil, nil, Options{}); !errors.Is(err, ErrInvalidOptions) {

@@ -10,9 +10,10 @@ const cachedStep = 512 << 10
 // destination in the CPU caches, in steps below the runtime's threshold
 // for non-temporal stores; otherwise it is the runtime's copy (cached
 // below 1 MiB, streaming to memory from there), which suits a destination
-// that is not read soon. Staging buffers that the DMA engine reads are
-// written with streamBytes instead (Options.writeStaging): the DMA reads
-// memory that sits in the CPU caches much slower (BenchmarkStagingDMA).
+// that is not read soon. The cooperative mode writes its staging with
+// streamBytes instead, since the DMA reads memory that sits in the cores'
+// caches much slower (BenchmarkStagingDMA); the chunked mode uses cached
+// copies, whose window stays in the last-level cache.
 func copyBytes(dst, src []byte, cached bool) {
 	if !cached {
 		copy(dst, src)

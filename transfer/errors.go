@@ -51,3 +51,7 @@ func (alreadyRegistered) Error() string {
 }
 
 func (alreadyRegistered) Is(target error) bool { return target == ErrRegister }
+
+// ErrInvalidRange is returned by the stream and file transfers for a
+// negative length or offset.
+var ErrInvalidRange = errors.New("transfer: invalid range")

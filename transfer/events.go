@@ -6,7 +6,7 @@ import "sync"
 // staged transfer records one per chunk.
 type events struct {
 	dev  device
-	mu   sync.Mutex
+	mu   sync.Mutex // a leaf of the lock order (see Copier)
 	free []event
 }
 

@@ -22,6 +22,8 @@ import (
 //   - an asynchronous copy of host memory that is not pinned (neither pool
 //     memory nor registered), or that spans two registrations (the driver
 //     refuses it with CUDA_ERROR_INVALID_VALUE);
+//   - a synchronous copy of host memory that begins pinned and leaves its
+//     allocation or registration (refused the same way);
 //   - host-to-device source bytes that changed between the time the copy
 //     was queued and the time it ran (a staging buffer reused too early).
 //
@@ -165,8 +167,30 @@ func (d *fakeDevice) newEvent() (event, error) {
 	return e, nil
 }
 
+// checkSync is the driver's check of a synchronous copy's host memory:
+// memory that begins page-locked is taken for page-locked memory, and must
+// then lie inside one allocation or registration.
+func (d *fakeDevice) checkSync(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	s := span(b)
+	d.mu.Lock()
+	startPinned := within(d.pool, fakeSpan{s.start, s.start + 1}) || within(d.regs, fakeSpan{s.start, s.start + 1})
+	ok := !startPinned || within(d.pool, s) || within(d.regs, s)
+	d.mu.Unlock()
+	if !ok {
+		d.violate("synchronous copy of %d bytes at %#x that begin page-locked and leave their allocation or registration", len(b), s.start)
+		return fmt.Errorf("fake device: %w", cuda.ErrInvalidValue)
+	}
+	return nil
+}
+
 func (d *fakeDevice) copyHtoD(dst cuda.DevicePtr, src []byte) error {
 	d.syncCopies.Add(1)
+	if err := d.checkSync(src); err != nil {
+		return err
+	}
 	m, err := d.mem(dst, len(src))
 	if err != nil {
 		return err
@@ -177,6 +201,9 @@ func (d *fakeDevice) copyHtoD(dst cuda.DevicePtr, src []byte) error {
 
 func (d *fakeDevice) copyDtoH(dst []byte, src cuda.DevicePtr) error {
 	d.syncCopies.Add(1)
+	if err := d.checkSync(dst); err != nil {
+		return err
+	}
 	m, err := d.mem(src, len(dst))
 	if err != nil {
 		return err

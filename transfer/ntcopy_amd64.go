@@ -48,13 +48,11 @@ var canEvict = cpuid7EBX()&(1<<23) != 0
 
 // evictBytes evicts the cache lines of b from every CPU cache, so that a
 // DMA engine that writes b next does not have to invalidate copies of them
-// in the cores' caches: on the H200 VM the DMA wrote a 3 MB buffer just
-// read by 8 goroutines at 14.5–24.2 GB/s and a cold one at 50.3
-// (BenchmarkStagingDMA). The cooperative path evicts its pieces after the
-// copy out: a 3 MB frame came back at 16.6 GB/s instead of 14.2 in a
-// stream of transfers, 4 MiB at 19.2 instead of 15.6; large transfers do
-// not, since there it cost more than it saved. It does nothing where
-// CLFLUSHOPT is missing.
+// in the cores' caches, which slows it several times over
+// (BenchmarkStagingDMA). The cooperative mode evicts its stripes after the
+// copy out; the chunked mode does not, since there it cost more than it
+// saved (docs/results/2026-11-30-transfers-at-scale.md). It does nothing
+// where CLFLUSHOPT is missing.
 func evictBytes(b []byte) {
 	if !canEvict || len(b) == 0 {
 		return

@@ -19,22 +19,26 @@ func (d Direction) String() string {
 	return "H2D"
 }
 
-// Path is the way a copy moves its bytes.
+// Path is the way a copy moves its bytes. A copy whose host memory is of
+// several kinds moves each part its own way (see Copier.ToDevice); it is
+// counted under the path of most of its bytes.
 type Path int
 
 // Paths, from the cheapest setup to the most work per byte.
 const (
 	// PathDirect is the driver's synchronous copy of pageable memory, for
-	// copies smaller than Options.DirectBelow.
+	// pageable parts smaller than Options.DirectBelow.
 	PathDirect Path = iota
 	// PathStaged copies pageable memory through pooled pinned staging
-	// buffers, chunk by chunk, with CPU copies overlapping DMA.
+	// buffers, chunk by chunk, with CPU copies overlapping DMA. Memory that
+	// begins page-locked and runs past its allocation's end is staged too.
 	PathStaged
 	// PathPinned is one asynchronous copy of memory that is already
 	// page-locked (a pool buffer, or memory cuda.IsPinned accepts).
 	PathPinned
 	// PathRegistered is asynchronous copies of memory registered with
-	// Copier.Register, split at the boundaries of its registered parts.
+	// Copier.Register, split at the boundaries of the registrations and
+	// registered parts a copy covers.
 	PathRegistered
 	numPaths
 )

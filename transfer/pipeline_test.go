@@ -133,7 +133,7 @@ func TestFailure(t *testing.T) {
 				// copy and its event, and the failure is reported by the
 				// next event on the stream.
 				st := e.c.Stats()
-				if st.Failed != 1 || st.Chunks > uint64(5+2*4+e.c.opt.Workers-1) || st.ToDevice.Total().Transfers+st.FromDevice.Total().Transfers != 0 {
+				if st.Failed != 1 || st.Chunks > uint64(5+2*4+e.c.opt.Lanes-1) || st.ToDevice.Total().Transfers+st.FromDevice.Total().Transfers != 0 {
 					t.Fatalf("stats %+v, %d enqueue/exec calls, err %v", st, calls.Load(), err)
 				}
 				// A queueing failure leaves no doubt about the buffer; a
@@ -152,7 +152,7 @@ func TestFailure(t *testing.T) {
 // mixed sizes, directions and paths, and checks every byte.
 func TestConcurrent(t *testing.T) {
 	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 6 * testChunk, Streams: 4, DirectBelow: 4096})
-	c2, err := newCopier(e.pool, e.d, Options{ChunkSize: testChunk, WindowBytes: 3 * testChunk})
+	c2, err := newCopier(e.pool, e.d, Options{ChunkSize: testChunk, WindowBytes: 3 * testChunk}, defaultTuning())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestStagingBudgetBelowWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	c, err := newCopier(pool, d, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Workers: 8, DirectBelow: -1})
+	c, err := newCopier(pool, d, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Lanes: 8, DirectBelow: -1}, defaultTuning())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,42 +295,6 @@ func TestStagingBudgetBelowWindow(t *testing.T) {
 	}
 }
 
-// TestTimeline round-trips through a copier that records the timeline of
-// each staged transfer, and checks that the bytes arrive and that the
-// timeline's steps happened in order.
-func TestTimeline(t *testing.T) {
-	tl := &timeline{}
-	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Workers: 4, DirectBelow: -1, timeline: tl, coopMax: -1})
-	e.d.latency.Store(int64(20 * time.Microsecond))
-	for _, n := range []int{1, testChunk + 3, 40*testChunk + 5} {
-		src := randomBytes(n, uint64(n))
-		dev := e.d.alloc(n)
-		if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
-			t.Fatal(err)
-		}
-		first, last, seen := tl.snapshot()
-		for s := stepLane; s < numSteps; s++ {
-			if s == stepDone || !seen[s] {
-				if s != stepDone && s != stepCopied {
-					t.Errorf("%d bytes: step %s not seen", n, stepNames[s])
-				}
-				continue
-			}
-			if s > stepLane && seen[s-1] && first[s] < first[s-1] {
-				t.Errorf("%d bytes: %s first at %v, before %s at %v", n, stepNames[s], first[s], stepNames[s-1], first[s-1])
-			}
-			if last[s] < first[s] {
-				t.Errorf("%d bytes: %s last %v before first %v", n, stepNames[s], last[s], first[s])
-			}
-		}
-		back := make([]byte, n)
-		if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
-			t.Fatal(err)
-		}
-		sameBytes(t, "round trip", back, src)
-	}
-}
-
 // TestCancelWhileWaitingForStaging cancels a transfer that waits for a
 // staging buffer held elsewhere: the error wraps the context's error and
 // not pinpool.ErrBudget, which would tell the caller the pool is too small.
@@ -341,7 +305,7 @@ func TestCancelWhileWaitingForStaging(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	c, err := newCopier(pool, d, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Workers: 2, DirectBelow: -1, coopMax: -1})
+	c, err := newCopier(pool, d, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Lanes: 2, DirectBelow: -1}, chunkedOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

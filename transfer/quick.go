@@ -1,10 +1,6 @@
 package transfer
 
-import (
-	"sync"
-
-	"github.com/pinpool/pinpool/cuda"
-)
+import "sync"
 
 // maxQuickStreams bounds the private streams of one copier: synchronous
 // copies beyond that many at once take the shared streams.
@@ -19,7 +15,7 @@ const maxQuickStreams = 64
 // direction, so one private stream serves both.
 type quickStreams struct {
 	dev  device
-	mu   sync.Mutex
+	mu   sync.Mutex // a leaf of the lock order (see Copier)
 	free []stream
 	live int // streams made and not destroyed, lent ones included
 }
@@ -83,23 +79,22 @@ func (q *quickStreams) close() error {
 	return first
 }
 
-// quickCopy copies one page-locked range p of the transfer on a private
-// stream and waits for it.
-func (c *Copier) quickCopy(s stream, o op, path Path, p piece) error {
-	host := o.host[p.off:p.end]
+// quickCopy copies the page-locked host memory of o, which lies in one
+// allocation or registration, on the private stream s and waits for it.
+func (c *Copier) quickCopy(s stream, o op, path Path) error {
 	var err error
 	if o.dir == HostToDevice {
-		err = s.copyHtoDAsync(o.dev+cuda.DevicePtr(p.off), host)
+		err = s.copyHtoDAsync(o.dev, o.host)
 	} else {
-		err = s.copyDtoHAsync(host, o.dev+cuda.DevicePtr(p.off))
+		err = s.copyDtoHAsync(o.host, o.dev)
 	}
 	if err != nil { // nothing was queued: the stream is as it was
 		c.quick.put(s)
-		return copyErr(o.dir, path, p.off, len(host), err)
+		return copyErr(o.dir, path, 0, len(o.host), err)
 	}
 	if err := s.synchronize(); err != nil {
 		c.quick.drop(s)
-		return copyErr(o.dir, path, p.off, len(host), err)
+		return copyErr(o.dir, path, 0, len(o.host), err)
 	}
 	c.quick.put(s)
 	return nil

@@ -13,9 +13,9 @@ import (
 // Registration is host memory page-locked by Copier.Register for a scope:
 // copies to and from any range inside it go directly as asynchronous
 // copies, with no staging, until Close. It suits large buffers that are
-// copied many times; registering costs about 0.23 ms for 3 MiB and 43 ms
-// for 1 GiB of touched memory on the H200 host, and unregistering
-// synchronises with the device.
+// copied many times: registering costs about as much as copying the
+// memory a few times over, and unregistering synchronises with the device
+// (figures in docs/results/2026-12-01-transfer-shape.md).
 type Registration struct {
 	c          *Copier
 	mem        []byte // keeps a Go slice alive (the Go heap does not move)
@@ -36,8 +36,8 @@ func (p regPart) Free() error { return p.h.Free() }
 
 // registry holds a copier's open registrations, sorted by address.
 type registry struct {
-	chunk int // Options.RegisterChunk, a multiple of the page size
-	mu    sync.RWMutex
+	chunk int          // Options.RegisterChunk, a multiple of the page size
+	mu    sync.RWMutex // held alone: no other lock is taken under it (see Copier)
 	list  []*Registration
 }
 
@@ -53,9 +53,9 @@ type registry struct {
 // (a pool buffer).
 //
 // The driver refuses a copy that spans two registrations, so copies are
-// split at the parts' boundaries; memory registered by other code is not
-// known to the copier and must not be copied across its registrations'
-// boundaries.
+// split at the boundaries of the parts and registrations they cover;
+// memory registered by other code is not known to the copier and must not
+// be copied across its registrations' boundaries.
 func (c *Copier) Register(b []byte) (*Registration, error) {
 	if err := c.begin(); err != nil {
 		return nil, err
@@ -127,50 +127,55 @@ func (r *Registration) free() error {
 	return errors.Join(errs...)
 }
 
-// pieces splits host memory inside the registration at part boundaries,
-// as ranges relative to host.
-func (r *Registration) pieces(host []byte) []piece {
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(host)))
-	e := p + uintptr(len(host))
-	var out []piece
-	for _, part := range r.parts {
-		s, t := max(part.start, p), min(part.end, e)
-		if s < t {
-			out = append(out, piece{int(s - p), int(t - p)})
-		}
-	}
-	return out
-}
-
-// done ends a use taken by lookup.
+// done ends a use taken by covering.
 func (r *Registration) done() { r.users.Done() }
 
-// lookup returns the registration that holds all of b, with a use taken,
-// or nil.
-func (g *registry) lookup(b []byte) *Registration {
+// useList is the registrations a transfer uses, each with a use taken.
+type useList []*Registration
+
+// done ends the uses.
+func (l useList) done() {
+	for _, r := range l {
+		r.done()
+	}
+}
+
+// covering appends to dst the open registrations that overlap b, in
+// address order, each with a use taken, so that none is closed while the
+// transfer copies from or into it.
+func (g *registry) covering(dst useList, b []byte) useList {
 	if len(b) == 0 {
-		return nil
+		return dst
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	e := p + uintptr(len(b))
 	g.mu.RLock()
 	defer g.mu.RUnlock()
+	// The first registration that ends after p.
 	i, _ := slices.BinarySearchFunc(g.list, p, func(r *Registration, t uintptr) int {
 		if r.end <= t {
 			return -1
 		}
-		if r.start > t {
-			return 1
-		}
-		return 0
+		return 1
 	})
-	if i < len(g.list) {
-		if r := g.list[i]; r.start <= p && e <= r.end {
-			r.users.Add(1)
-			return r
+	for ; i < len(g.list) && g.list[i].start < e; i++ {
+		g.list[i].users.Add(1)
+		dst = append(dst, g.list[i])
+	}
+	return dst
+}
+
+// appendParts appends to segs a registered segment for each of r's parts
+// that overlaps b, as ranges relative to b, in address order.
+func (r *Registration) appendParts(segs []segment, b []byte) []segment {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	e := p + uintptr(len(b))
+	for _, part := range r.parts {
+		if s, t := max(part.start, p), min(part.end, e); s < t {
+			segs = append(segs, segment{int(s - p), int(t - p), PathRegistered})
 		}
 	}
-	return nil
+	return segs
 }
 
 func (g *registry) overlaps(s, e uintptr) bool {

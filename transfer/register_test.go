@@ -70,10 +70,19 @@ func TestRegister(t *testing.T) {
 	if st.ToDevice.Registered.Transfers != 5 || st.FromDevice.Registered.Transfers != 5 || st.Chunks != 0 {
 		t.Fatalf("stats %+v", st)
 	}
-	// A range that sticks out of the registration is staged.
-	if p := e.c.PathOf(raw[off-1 : off+10]); p != PathStaged {
+	// A range that sticks out of the registration copies: its registered
+	// part directly, the rest staged; PathOf names the path of most bytes.
+	out := raw[off-1 : off+10]
+	if p := e.c.PathOf(out); p != PathRegistered {
 		t.Fatalf("partly registered: %v", p)
 	}
+	if p := e.c.PathOf(raw[off-20 : off+10]); p != PathStaged {
+		t.Fatalf("mostly pageable: %v", p)
+	}
+	if err := e.c.ToDevice(ctx, dev, out); err != nil {
+		t.Fatalf("partly registered: %v", err)
+	}
+	sameBytes(t, "partly registered, on the device", e.devBytes(dev, len(out)), out)
 	if _, err := e.c.Register(mem[100:200]); !errors.Is(err, ErrAlreadyRegistered) || !errors.Is(err, ErrRegister) {
 		t.Fatalf("overlap: %v", err)
 	}

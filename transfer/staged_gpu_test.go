@@ -24,6 +24,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -41,6 +42,9 @@ import (
 )
 
 const (
+	// sgtMinChunk is the smallest chunk of the chunked mode
+	// (tuning.minChunk).
+	sgtMinChunk = 256 << 10
 	// sgtFrame is one 1080p NV12 frame (1920×1080×1.5 bytes): 8 lanes of
 	// 388,800 bytes with the defaults.
 	sgtFrame = 3_110_400
@@ -59,9 +63,10 @@ const (
 // the engine changes behaviour: every pool size-class boundary (c-1, c, c+1
 // for each class size c up to twice the 2 MiB staging buffer, the page,
 // LinearMax, SlabMax and SlabSize classes among them, then the powers of
-// two up to 64 MiB), and the engine's own: 1, 63, 64, 4095..4097, minUnit±1,
-// ChunkSize±1, 2*ChunkSize±1, Workers*minUnit±1 (where chunks stop being
-// minUnit), Workers*ChunkSize±1 (where they reach ChunkSize), WindowBytes±1,
+// two up to 64 MiB), and the engine's own: 1, 63, 64, 4095..4097, sgtMinChunk±1,
+// ChunkSize±1, 2*ChunkSize±1, Lanes*sgtMinChunk±1 (where chunks stop being
+// sgtMinChunk), Lanes*ChunkSize±1 (where they reach ChunkSize), WindowBytes±1,
+// WindowBytes/2±1 (the largest cooperative transfer),
 // WindowBytes+ChunkSize+1, a 1080p frame and 64 MiB+17. It runs twice:
 // "forced-staged" is the default options with DirectBelow: -1, so that every
 // size, from 1 byte, goes through the staged path; "defaults" is Options{},
@@ -96,10 +101,10 @@ func TestGPUStagedSizes(t *testing.T) {
 				t.Fatalf("options %+v are not the defaults", o)
 			}
 			sizes := sgtBoundaries(o)
-			unaligned := map[int]bool{1: true, 63: true, 4097: true, minUnit + 1: true,
+			unaligned := map[int]bool{1: true, 63: true, 4097: true, sgtMinChunk + 1: true,
 				o.ChunkSize - 1: true, o.ChunkSize + 1: true, sgtFrame: true,
-				o.Workers*o.ChunkSize + 1: true, sgtLargest: true}
-			t.Logf("%d sizes, Workers %d", len(sizes), o.Workers)
+				o.Lanes*o.ChunkSize + 1: true, sgtLargest: true}
+			t.Logf("%d sizes, Lanes %d", len(sizes), o.Lanes)
 			var bytesMoved int64
 			for i, n := range sizes {
 				path := PathStaged
@@ -183,7 +188,7 @@ func TestGPUStagedPaths(t *testing.T) {
 	if db != DefaultDirectBelow {
 		t.Fatalf("default DirectBelow %d, want %d", db, DefaultDirectBelow)
 	}
-	sizes := []int{1, 64, 4097, minUnit - 1, minUnit + 1, db - 1, db, db + 1, sgtFrame, 16<<20 + 1, sgtLargest}
+	sizes := []int{1, 64, 4097, sgtMinChunk - 1, sgtMinChunk + 1, db - 1, db, db + 1, sgtFrame, 16<<20 + 1, sgtLargest}
 	dev := g.devMem(t, sgtLargest)
 	want := func(c *Copier, n int) Path {
 		if c == auto && n < db {
@@ -278,7 +283,7 @@ func TestGPUStagedConcurrent(t *testing.T) {
 
 	type tally struct {
 		n, bytes [2][numPaths]atomic.Int64 // by direction and path
-		chunks   atomic.Int64              // the fewest chunks and pieces the staged copies can count
+		chunks   atomic.Int64              // the fewest chunks the staged copies can count
 		chunksHi atomic.Int64              // and the most
 	}
 	var tallies [2]tally
@@ -336,17 +341,21 @@ func TestGPUStagedConcurrent(t *testing.T) {
 					tl.bytes[d][path].Add(int64(n))
 				}
 				if path == PathStaged {
-					// Chunked, or cooperative (pieces) when the window
-					// gave a small transfer all its pieces at once.
-					u := unitFor(n, o.ChunkSize, max(o.Workers, 1))
-					chunked := int64((n + u - 1) / u)
-					pieces := chunked
-					if n <= coopMax && o.Workers > 1 {
-						pc := min(o.ChunkSize, coopPiece)
-						pieces = int64((n + pc - 1) / pc)
+					// By the plan, or chunked when the window could not
+					// give a cooperative transfer all its staging at once.
+					// The lanes, and so the chunks, depend on how many
+					// transfers stage at once: count the range.
+					lo, hi := int64(math.MaxInt64), int64(0)
+					for _, d := range []Direction{HostToDevice, DeviceToHost} {
+						for active := 1; active <= 2*nG; active++ {
+							for _, tu := range []tuning{defaultTuning(), chunkedOnly()} {
+								k := int64(planStaging(n, d, active, o, tu).chunks)
+								lo, hi = min(lo, k), max(hi, k)
+							}
+						}
 					}
-					tl.chunks.Add(2 * min(chunked, pieces))
-					tl.chunksHi.Add(2 * max(chunked, pieces))
+					tl.chunks.Add(2 * lo)
+					tl.chunksHi.Add(2 * hi)
 				}
 			}
 		})
@@ -830,12 +839,13 @@ func sgtBoundaries(o Options) []int {
 	around(pinpool.DefaultSlabSize)
 	// The engine's own.
 	add(1, 63, 64, 65, 4095, 4096, 4097)
-	around(minUnit)
+	around(sgtMinChunk)
 	around(o.ChunkSize)
 	around(2 * o.ChunkSize)
-	around(max(o.Workers, 1) * minUnit)
-	around(max(o.Workers, 1) * o.ChunkSize)
+	around(max(o.Lanes, 1) * sgtMinChunk)
+	around(max(o.Lanes, 1) * o.ChunkSize)
 	around(int(o.WindowBytes))
+	around(int(o.WindowBytes) / 2)
 	add(int(o.WindowBytes) + o.ChunkSize + 1)
 	if o.DirectBelow > 0 {
 		around(o.DirectBelow)

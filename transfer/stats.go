@@ -77,6 +77,7 @@ func gbps(n int64, d time.Duration) float64 {
 type counters struct {
 	path             [2][numPaths]pathCounters
 	chunks           atomic.Uint64
+	lanes            atomic.Uint64 // lanes that worked on staged transfers, callers included
 	failed, canceled atomic.Uint64
 	lastMu           sync.Mutex
 	last             LastTransfer

@@ -45,6 +45,8 @@ type benchCmd struct {
 	Device      deviceFlag    `default:"0" placeholder:"N|N,M|all" help:"Devices to measure: a number, a list, or all (CUDA_VISIBLE_DEVICES chooses which the driver shows); with several, each alone and then the pinned and staged transfers on all at once. Giving it without a GPU is an error."`
 	CopySizes   []byteSize    `sep:"," placeholder:"SIZE" help:"Sizes of the host memory copy benchmark, the ceiling of staging (default 64KiB,1MiB,16MiB,256MiB); its goroutines are --goroutines."`
 	NoHostCopy  bool          `help:"Skip the host memory copy benchmark."`
+	FileSize    byteSize      `name:"file-size" placeholder:"SIZE" help:"Also move a temporary file of SIZE (in --file-dir) to the GPU and back, warm and cold, beside os.ReadFile plus the driver's copy. Giving it without a GPU is an error."`
+	FileDir     string        `name:"file-dir" placeholder:"DIR" help:"Where the --file-size file is made (default: the temporary directory; use the disk your data is on)."`
 
 	JSON     bool   `short:"j" xor:"format" help:"Print the report as JSON."`
 	CSV      bool   `xor:"format" help:"Print the report as CSV (one header, a row per measurement)."`
@@ -124,6 +126,14 @@ func (c *benchCmd) checkValues(a flagValues) error {
 			return err
 		}
 	}
+	if c.FileSize != 0 {
+		if err := a.checkSizes("file-size", []byteSize{c.FileSize}, 1, maxTransfer); err != nil {
+			return err
+		}
+	}
+	if c.FileDir != "" && c.FileSize == 0 {
+		return &flagError{Flag: "file-dir", Value: c.FileDir, Want: "--file-size too: it is where the --file-size file goes"}
+	}
 	return nil
 }
 
@@ -133,7 +143,7 @@ func (c *benchCmd) checkContradictions() error {
 	if c.From != "" {
 		for _, f := range []string{"sizes", "max-size", "kinds", "directions", "repeats", "min-time", "warmup", "rotate",
 			"alloc-sizes", "alloc-calls", "goroutines", "pool-size", "pool-time", "no-transfers", "no-alloc", "no-pool",
-			"copy-sizes", "no-host-copy", "progress", "device"} {
+			"copy-sizes", "no-host-copy", "progress", "device", "file-size", "file-dir"} {
 			if given[f] {
 				return fmt.Errorf("--from %s renders a saved report and measures nothing: --%s has no use with it", c.From, f)
 			}
@@ -142,7 +152,7 @@ func (c *benchCmd) checkContradictions() error {
 	if given["sizes"] && given["max-size"] {
 		return fmt.Errorf("--sizes and --max-size both choose the transfer sizes: give one")
 	}
-	if c.NoTransfers && c.NoAlloc && c.NoPool && c.NoHostCopy {
+	if c.NoTransfers && c.NoAlloc && c.NoPool && c.NoHostCopy && c.FileSize == 0 {
 		return fmt.Errorf("--no-transfers, --no-alloc, --no-pool and --no-host-copy together leave nothing to measure")
 	}
 	return nil
@@ -187,6 +197,7 @@ func (c *benchCmd) plan() measure.Plan {
 		AllocRepeats: c.AllocCalls, PoolSize: int64(c.PoolSize), PoolTime: c.PoolTime,
 		NoTransfers: c.NoTransfers, NoAlloc: c.NoAlloc, NoPool: c.NoPool, NoHostCopy: c.NoHostCopy,
 		PoolGoroutines: c.Goroutines, Devices: c.devices,
+		FileSize: int64(c.FileSize), FileDir: c.FileDir,
 	}
 	if len(c.CopySizes) > 0 {
 		p.CopySizes = toInt64(c.CopySizes)
@@ -238,7 +249,7 @@ func (c *benchCmd) Run(g *globals) error {
 			return err
 		}
 	} else {
-		flags := []string{"device"}
+		flags := []string{"device", "file-size"}
 		if !c.NoTransfers {
 			flags = append(flags, "kinds")
 		}

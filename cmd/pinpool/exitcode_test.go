@@ -53,6 +53,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"monitor", "--once", "-j"}, 0, "", false},
 		{[]string{"monitor", "--interval", "-1s"}, 2, "--interval -1s: want a duration above 0s", true},
 		{[]string{"bench", "--json", "--sizes", "0"}, 2, "--sizes 0: want 1 B .. 16 GiB", true},
+		{[]string{"bench", "--file-dir", dir}, 2, "--file-dir " + dir + ": want --file-size too", true},
+		{[]string{"bench", "--file-size", "32GiB"}, 2, "--file-size 32GiB: want 1 B .. 16 GiB", true},
 	}
 	if !hasGPU() {
 		runs = append(runs,
@@ -63,6 +65,7 @@ func TestExitCodes(t *testing.T) {
 			run{[]string{"bench", "--csv", "--sizes", "4KiB", "--no-alloc", "--no-pool", "--no-host-copy"}, 1, "measured nothing of what was asked: transfers: no GPU", true},
 			run{[]string{"bench", "--plot", filepath.Join(dir, "bw.png"), "--sizes", "4KiB", "--no-alloc", "--no-pool", "--no-host-copy"}, 1, "measured nothing", true},
 			run{[]string{"advise", "--device", "1"}, 1, "--device 1: needs a GPU", true},
+			run{[]string{"bench", "--file-size", "8MiB", "--no-transfers", "--no-alloc", "--no-pool", "--no-host-copy"}, 1, "--file-size 8MiB: needs a GPU", true},
 			run{[]string{"stress", "--device", "1", "--iterations", "1"}, 1, "--device 1: needs a GPU", true},
 		)
 	}

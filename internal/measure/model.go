@@ -260,6 +260,10 @@ type Report struct {
 	// HostCopies is the host memory copy benchmark (the ceiling of
 	// staging), by size and threads.
 	HostCopies []HostCopy `json:"host_copies,omitempty"`
+	// Files is the file benchmark (Plan.FileSize): a temporary file to the
+	// device and back, warm and cold, pinpool beside os.ReadFile plus the
+	// driver's copy.
+	Files []FileRun `json:"files,omitempty"`
 	// Skipped says, one line each, what was not measured and why ("mapped:
 	// the device cannot map host memory").
 	Skipped []string `json:"skipped,omitempty"`
@@ -270,7 +274,7 @@ type Report struct {
 
 // Empty reports whether r holds no measurement at all.
 func (r *Report) Empty() bool {
-	return len(r.Transfers)+len(r.Allocs)+len(r.Pool)+len(r.HostCopies) == 0
+	return len(r.Transfers)+len(r.Allocs)+len(r.Pool)+len(r.HostCopies)+len(r.Files) == 0
 }
 
 // IsNoGPU reports whether r was measured without a GPU.

@@ -79,6 +79,15 @@ type Plan struct {
 	CopyThreads []int
 	NoHostCopy  bool
 
+	// FileSize, when positive, adds the file benchmark: a temporary file of
+	// that many bytes in FileDir (default: the system's temporary
+	// directory) to the device and back, FileRepeats times each way
+	// (default 3), from the page cache and from the disk. It needs a GPU
+	// and FileSize bytes of device memory and of disk.
+	FileSize    int64
+	FileDir     string
+	FileRepeats int
+
 	// Progress, when set, is called after every measured row, from the
 	// goroutine that called Run.
 	Progress func(Step)
@@ -116,6 +125,15 @@ func QuickPlan() Plan {
 // WithDefaults returns the plan with its zero fields filled in, and an
 // error wrapping ErrPlan when it is invalid. Run does the same.
 func (p Plan) WithDefaults() (Plan, error) {
+	if p.FileSize < 0 || p.FileSize > MaxTransferSize {
+		return p, fmt.Errorf("%w: file size %d (want 1 .. %d bytes, or 0 for no file benchmark)", ErrPlan, p.FileSize, int64(MaxTransferSize))
+	}
+	if p.FileRepeats < 0 {
+		return p, fmt.Errorf("%w: file repeats %d", ErrPlan, p.FileRepeats)
+	}
+	if p.FileRepeats == 0 {
+		p.FileRepeats = 3
+	}
 	if p.Sizes == nil {
 		for s := int64(4 << 10); s <= 1<<30; s *= 4 {
 			p.Sizes = append(p.Sizes, s)

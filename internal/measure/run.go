@@ -77,6 +77,13 @@ func run(ctx context.Context, plan Plan, command string) (*Report, error) {
 	} else if !p.NoTransfers {
 		r.Skipped = append(r.Skipped, "transfers: no GPU")
 	}
+	if p.FileSize > 0 {
+		if g == nil {
+			r.Skipped = append(r.Skipped, "files: no GPU")
+		} else if err := files(ctx, p, g, r, prog); err != nil {
+			return r, err
+		}
+	}
 	if !p.NoAlloc {
 		if err := allocations(ctx, p, g, r, prog); err != nil {
 			return r, err
@@ -126,6 +133,9 @@ func (p Plan) steps(gpus int) int {
 	}
 	if !p.NoHostCopy {
 		n += len(p.CopySizes) * len(p.CopyThreads)
+	}
+	if gpus > 0 && p.FileSize > 0 {
+		n += 6 // two ways: warm, cold, write
 	}
 	return n
 }

@@ -138,6 +138,9 @@ func TestPlanInvalid(t *testing.T) {
 		"pool size":       {PoolSize: 2 << 30},
 		"pool time":       {PoolTime: -time.Millisecond},
 		"pool goroutines": {PoolGoroutines: []int{0}},
+		"file size":       {FileSize: -1},
+		"file too big":    {FileSize: MaxTransferSize + 1},
+		"file repeats":    {FileSize: 1 << 20, FileRepeats: -1},
 	} {
 		if _, err := p.WithDefaults(); !errors.Is(err, ErrPlan) {
 			t.Errorf("%s: got %v, want ErrPlan", name, err)
@@ -309,5 +312,29 @@ func TestPrepareCopy(t *testing.T) {
 	}
 	if d := time.Since(t0); d > time.Second {
 		t.Errorf("took %v with a done ctx", d)
+	}
+}
+
+// TestFilesNeedAGPU checks that the file benchmark says it was skipped
+// without a GPU, and measures the rows with one.
+func TestFilesNeedAGPU(t *testing.T) {
+	p := Plan{NoTransfers: true, NoAlloc: true, NoPool: true, NoHostCopy: true, FileSize: 8 << 20, FileDir: t.TempDir(), FileRepeats: 1}
+	r, err := Run(context.Background(), p, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.IsNoGPU() {
+		if !slices.Contains(r.Skipped, "files: no GPU") || len(r.Files) != 0 {
+			t.Fatalf("no GPU: skipped %q, %d file rows", r.Skipped, len(r.Files))
+		}
+		return
+	}
+	if len(r.Files) != 6 {
+		t.Fatalf("%d file rows, want 6: %+v", len(r.Files), r.Files)
+	}
+	for _, f := range r.Files {
+		if f.GBps <= 0 || f.Size != 8<<20 {
+			t.Fatalf("row %+v", f)
+		}
 	}
 }

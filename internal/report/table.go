@@ -38,6 +38,7 @@ func WriteTable(w io.Writer, r *measure.Report) error {
 	tables = append(tables, allocTables(r)...)
 	tables = append(tables, poolTables(r)...)
 	tables = append(tables, hostCopyTables(r)...)
+	tables = append(tables, fileTables(r)...)
 	for _, t := range tables {
 		fmt.Fprintln(ew)
 		t.write(ew)
@@ -432,6 +433,34 @@ func hostCopyTables(r *measure.Report) []table {
 				}
 			}
 			row = append(row, cell)
+		}
+		t.rows = append(t.rows, row)
+	}
+	return []table{t}
+}
+
+// fileTables returns the file benchmark's table: GB/s per way, from the
+// page cache, from the disk, and back to a file.
+func fileTables(r *measure.Report) []table {
+	if len(r.Files) == 0 {
+		return nil
+	}
+	t := table{title: fmt.Sprintf("A %s file to the GPU and back, GB/s (best of the repeats)", formatSize(r.Files[0].Size)),
+		head: []string{"way", "file to GPU, warm", "file to GPU, cold", "GPU to file"}}
+	for _, way := range ordered(nil, r.Files, func(f measure.FileRun) string { return f.Way }) {
+		row := []string{way, missing, missing, missing}
+		for _, f := range r.Files {
+			if f.Way != way {
+				continue
+			}
+			switch {
+			case f.Direction == measure.D2H:
+				row[3] = sig3(f.GBps)
+			case f.Cache == "warm":
+				row[1] = sig3(f.GBps)
+			case f.Cache == "cold":
+				row[2] = sig3(f.GBps)
+			}
 		}
 		t.rows = append(t.rows, row)
 	}

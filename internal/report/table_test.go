@@ -280,3 +280,29 @@ func TestWriteTable(t *testing.T) {
 		})
 	}
 }
+
+// TestFileTable checks the file benchmark's table: a row per way, warm,
+// cold and the write back, and a dash for what was not measured.
+func TestFileTable(t *testing.T) {
+	r := &measure.Report{Files: []measure.FileRun{
+		{Way: measure.FileWayPinpool, Direction: measure.H2D, Cache: "warm", Size: 4 << 30, GBps: 35.4},
+		{Way: measure.FileWayPinpool, Direction: measure.H2D, Cache: "cold", Size: 4 << 30, GBps: 1.52},
+		{Way: measure.FileWayPinpool, Direction: measure.D2H, Size: 4 << 30, GBps: 1.51},
+		{Way: measure.FileWayPlain, Direction: measure.H2D, Cache: "warm", Size: 4 << 30, GBps: 1.6},
+	}}
+	var b strings.Builder
+	if err := WriteTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"A 4 GiB file to the GPU and back", "pinpool", "35.4", "1.52", "1.51", "readfile+driver", "1.6"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "readfile+driver") && strings.Count(line, missing) != 2 {
+			t.Errorf("row %q: want the two rows not measured as %q", line, missing)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package transfer
+
+import (
+	"errors"
+
+	"github.com/pinpool/pinpool"
+)
+
+// Step 5 of a transfer: complete. A copy is complete when the event issued
+// after it has completed: only then may its staging buffer go back to the
+// pool and its window slot to the window, and only then are device-to-host
+// bytes in the staging buffer to copy out.
+
+// settle waits for the event issued after a staged copy of n bytes at
+// offset off into or out of buf. When the copy failed, it retires buf (the
+// device's use of it is unknown: the pool frees it instead of reusing it),
+// destroys the event, and returns the copy error; otherwise the caller
+// still owns buf and gives the event back. (Polling the event and yielding
+// in between did no better than the driver's own wait.)
+func (c *Copier) settle(ev event, buf pinpool.Buffer, d Direction, off, n int) error {
+	err := ev.synchronize()
+	if err == nil {
+		return nil
+	}
+	err = copyErr(d, PathStaged, off, n, err)
+	buf.ReleaseAfter(failedFence{err})
+	c.events.drop(ev)
+	return err
+}
+
+// complete completes one chunk of a chunked transfer: it waits for the
+// chunk's copy, copies it out to the destination (device to host), and
+// gives back its staging buffer and window slot. A chunk whose copy failed
+// stops the transfer, and its buffer is retired.
+func (r *chunkedRun) complete(f inFlight) {
+	c, o := r.c, r.o
+	defer c.win.release()
+	if err := c.settle(f.ev, f.buf, o.dir, f.off, f.n); err != nil {
+		r.fail(err)
+		return
+	}
+	if o.dir == DeviceToHost {
+		// Cached: the chunk was just written by the DMA, and the next copy
+		// into this buffer comes a window later. (Evicting it afterwards,
+		// as the cooperative mode does, made large copies slower.)
+		copyBytes(o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n], false)
+	}
+	f.buf.Release()
+	c.events.put(f.ev)
+}
+
+// waitAll waits for the events of a transfer's issued copies of pinned
+// memory, gives them back, and returns err joined with their failures.
+func (c *Copier) waitAll(o op, path Path, evs []event, err error) error {
+	for _, ev := range evs {
+		if e := ev.synchronize(); e != nil {
+			c.events.drop(ev)
+			err = errors.Join(err, copyErr(o.dir, path, 0, len(o.host), e))
+			continue
+		}
+		c.events.put(ev)
+	}
+	return err
+}

@@ -1,0 +1,276 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/pinpool/pinpool"
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// Step 1 of a transfer: dispatch. The public copy methods build an op and
+// run it; execute splits its host memory into segments, each held by one
+// kind of memory, and sends each segment down its path: registered and
+// pinned segments as asynchronous copies (issue.go), pageable ones through
+// the driver's synchronous copy or staging (plan.go, staged.go).
+
+// op is one transfer: its direction, device address and host memory.
+type op struct {
+	dir  Direction
+	dev  cuda.DevicePtr
+	host []byte
+}
+
+// ToDevice copies src to the device at dst and returns when the bytes are
+// there. Each part of src goes the way its memory allows (see Path):
+// memory registered with Register or already pinned as asynchronous
+// copies, split at the boundaries of the registrations it covers; pageable
+// memory through the driver's synchronous copy when the part is smaller
+// than Options.DirectBelow, else staged. When ctx ends during a staged
+// copy, no further chunk is issued, the chunks in flight are waited for,
+// and the error wraps ctx.Err(); part of dst may then have been written. A
+// nil ctx never ends.
+func (c *Copier) ToDevice(ctx context.Context, dst cuda.DevicePtr, src []byte) error {
+	return c.run(ctx, op{HostToDevice, dst, src}, false)
+}
+
+// FromDevice copies len(dst) bytes from the device at src into dst and
+// returns when they are there. Paths and cancellation are those of
+// ToDevice; after an error or cancellation dst may be partly written.
+func (c *Copier) FromDevice(ctx context.Context, dst []byte, src cuda.DevicePtr) error {
+	return c.run(ctx, op{DeviceToHost, src, dst}, false)
+}
+
+// ToDeviceBuffer copies the bytes of a live pool buffer to the device at
+// dst with one asynchronous copy (PathPinned), skipping the memory
+// detection of ToDevice. The buffer stays the caller's.
+func (c *Copier) ToDeviceBuffer(ctx context.Context, dst cuda.DevicePtr, buf pinpool.Buffer) error {
+	b, err := bufferBytes(buf)
+	if err != nil {
+		return err
+	}
+	return c.run(ctx, op{HostToDevice, dst, b}, true)
+}
+
+// FromDeviceBuffer copies buf.Len() bytes from the device at src into a
+// live pool buffer with one asynchronous copy (PathPinned).
+func (c *Copier) FromDeviceBuffer(ctx context.Context, buf pinpool.Buffer, src cuda.DevicePtr) error {
+	b, err := bufferBytes(buf)
+	if err != nil {
+		return err
+	}
+	return c.run(ctx, op{DeviceToHost, src, b}, true)
+}
+
+func bufferBytes(buf pinpool.Buffer) ([]byte, error) {
+	b := buf.Bytes()
+	if !buf.Valid() {
+		return nil, fmt.Errorf("transfer: pool buffer: %w", pinpool.ErrReleased)
+	}
+	return b, nil
+}
+
+// run executes one transfer between begin and end, so that Close waits for
+// it. pinned says the host memory is one pool buffer.
+func (c *Copier) run(ctx context.Context, o op, pinned bool) error {
+	if err := c.begin(); err != nil {
+		return err
+	}
+	defer c.end()
+	return c.execute(ctx, o, pinned)
+}
+
+// PathOf reports the path a copy of b (to or from the device) would take
+// now. For memory of several kinds (part registered, part pageable, say)
+// it is the path of the most bytes, the path under which Stats counts the
+// copy.
+func (c *Copier) PathOf(b []byte) Path {
+	if len(b) == 0 {
+		return c.pageablePath(b)
+	}
+	var small [4]segment
+	var uses [2]*Registration
+	segs, regs := c.segments(small[:0], b, false, uses[:0])
+	defer regs.done()
+	return mainPath(segs)
+}
+
+// segment is a range [off, end) of a transfer's host memory held by one
+// kind of memory, with the path it takes. A registered or pinned segment
+// lies inside one registration or allocation, as an asynchronous copy
+// must.
+type segment struct {
+	off, end int
+	path     Path
+}
+
+// segments splits host memory b into segments, appended to segs, and
+// appends the registrations they use to regs. Ranges
+// inside the copier's registrations become registered segments, one per
+// registered part; the rest is pinned (one pool buffer, or memory the
+// driver reports page-locked at both ends) or pageable. The registrations
+// are returned with a use taken; the caller calls done.
+func (c *Copier) segments(segs []segment, b []byte, pinned bool, regs useList) ([]segment, useList) {
+	if pinned {
+		return append(segs, segment{0, len(b), PathPinned}), regs
+	}
+	regs = c.regs.covering(regs, b)
+	pos := 0
+	for _, r := range regs {
+		first := len(segs)
+		segs = r.appendParts(segs, b)
+		for k := first; k < len(segs); k++ {
+			s := segs[k]
+			if s.off > pos { // a gap before the part: insert it
+				segs = slices.Insert(segs, k, segment{pos, s.off, c.unregisteredPath(b[pos:s.off])})
+				k++
+			}
+			pos = s.end
+		}
+	}
+	if pos < len(b) {
+		segs = append(segs, segment{pos, len(b), c.unregisteredPath(b[pos:])})
+	}
+	return segs, regs
+}
+
+// unregisteredPath is the path of memory b that no registration of the
+// copier covers.
+func (c *Copier) unregisteredPath(b []byte) Path {
+	if c.dev.isPinned(b) {
+		return PathPinned
+	}
+	return c.pageablePath(b)
+}
+
+// pageablePath is the path of memory b that is not page-locked as a
+// whole: the driver's copy below DirectBelow, staging otherwise. Memory
+// that begins page-locked and runs past its end is staged whatever its
+// size, since the driver refuses it (it takes memory that begins pinned
+// for pinned memory).
+func (c *Copier) pageablePath(b []byte) Path {
+	if c.opt.DirectBelow > 0 && len(b) < c.opt.DirectBelow && (len(b) == 0 || !c.dev.isPinned(b[:1])) {
+		return PathDirect
+	}
+	return PathStaged
+}
+
+// mainPath is the path of the most bytes of segs.
+func mainPath(segs []segment) Path {
+	var bytes [numPaths]int
+	best := segs[0].path
+	for _, s := range segs {
+		bytes[s.path] += s.end - s.off
+		if bytes[s.path] > bytes[best] {
+			best = s.path
+		}
+	}
+	return best
+}
+
+// execute runs one transfer on the calling goroutine and counts it.
+func (c *Copier) execute(ctx context.Context, o op, pinned bool) error {
+	n := len(o.host)
+	if n == 0 {
+		return nil
+	}
+	if ctx == nil { // as pinpool.Pool.Get: no deadline, no cancellation
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		c.stats.canceled.Add(1)
+		return fmt.Errorf("transfer: %s of %d bytes not started: %w", o.dir, n, err)
+	}
+	t0 := time.Now()
+	var small [4]segment
+	var uses [2]*Registration
+	segs, regs := c.segments(small[:0], o.host, pinned, uses[:0])
+	var err error
+	if len(segs) == 1 {
+		err = c.one(ctx, o, segs[0].path)
+	} else {
+		err = c.mixed(ctx, o, segs)
+	}
+	regs.done()
+	dt := time.Since(t0)
+	switch {
+	case err == nil:
+		c.stats.record(o.dir, mainPath(segs), n, dt)
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		c.stats.canceled.Add(1)
+	default:
+		c.stats.failed.Add(1)
+	}
+	return err
+}
+
+// one copies o, whose host memory is one segment, by path.
+func (c *Copier) one(ctx context.Context, o op, path Path) error {
+	switch path {
+	case PathDirect:
+		var err error
+		if o.dir == HostToDevice {
+			err = c.dev.copyHtoD(o.dev, o.host)
+		} else {
+			err = c.dev.copyDtoH(o.host, o.dev)
+		}
+		if err != nil {
+			return copyErr(o.dir, path, 0, len(o.host), err)
+		}
+		return nil
+	case PathStaged:
+		return c.staged(ctx, o)
+	}
+	// A single page-locked range goes on a private stream when one is
+	// free: the lowest latency for small copies.
+	if s, ok := c.quick.get(); ok {
+		return c.quickCopy(s, o, path)
+	}
+	ev, err := c.issue(c.stream(o.dir), o, path, 0, o.host)
+	if err != nil {
+		return err
+	}
+	return c.waitAll(o, path, []event{ev}, nil)
+}
+
+// mixed copies o, whose host memory is several segments: it issues the
+// asynchronous copies of the page-locked ones first, copies the pageable
+// ones meanwhile, one after the other, then waits for the asynchronous
+// ones. It stops at the first failure or when ctx ends, and returns only
+// when nothing it issued is still running.
+func (c *Copier) mixed(ctx context.Context, o op, segs []segment) error {
+	var small [4]event
+	evs := small[:0]
+	var err error
+	for _, s := range segs {
+		if s.path != PathPinned && s.path != PathRegistered {
+			continue
+		}
+		if e := ctx.Err(); e != nil {
+			err = cancelErr(o, s.off, e)
+			break
+		}
+		ev, e := c.issue(c.stream(o.dir), o, s.path, s.off, o.host[s.off:s.end])
+		if e != nil {
+			err = e
+			break
+		}
+		evs = append(evs, ev)
+	}
+	for _, s := range segs {
+		if err != nil {
+			break
+		}
+		if s.path == PathPinned || s.path == PathRegistered {
+			continue
+		}
+		sub := op{o.dir, o.dev + cuda.DevicePtr(s.off), o.host[s.off:s.end]}
+		if err = c.one(ctx, sub, s.path); err != nil {
+			err = fmt.Errorf("transfer: %s of %d bytes, the %d at offset %d: %w", o.dir, len(o.host), s.end-s.off, s.off, err)
+		}
+	}
+	return c.waitAll(o, mainPath(segs), evs, err)
+}

@@ -1,0 +1,213 @@
+package transfer
+
+import (
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A lane is a goroutine working on one staged transfer: the goroutine that
+// called the transfer, and up to plan.lanes-1 of the copier's standing
+// lanes, which it offers the transfer to before it starts on its own share.
+// A standing lane that finds no transfer to join sleeps. Waking a sleeping
+// goroutine takes a thread wake-up, a large part of a small transfer's
+// time, while a spinning one joins at once but burns its processor
+// meanwhile. So a lane spins for Options.LaneSpin first, but only when the
+// transfer it served followed the one before it within LaneSpin: transfers
+// that come back to back (or overlap) keep the lanes awake, while a paced
+// stream, whose transfers come further apart, pays no spin at all, since
+// the spin would end before the next transfer came anyway.
+
+// standingLanes are a copier's Lanes-1 goroutines that join staged
+// transfers beside their callers.
+type standingLanes struct {
+	jobs chan job
+	spin time.Duration
+	quit chan struct{}
+	wg   sync.WaitGroup
+
+	// The gap rule: staged transfers running now, when the last one ended,
+	// and the gap before the latest one (nanoseconds since epoch).
+	active  atomic.Int32
+	lastEnd atomic.Int64
+	lastGap atomic.Int64
+}
+
+// epoch is the origin of standingLanes' clock (monotonic).
+var epoch = time.Now()
+
+// arrive notes the start of a staged transfer: the gap since the last one
+// ended, zero when another is running. It returns the number of staged
+// transfers running, this one included.
+func (l *standingLanes) arrive() int {
+	gap := int64(0)
+	active := l.active.Add(1)
+	if active == 1 {
+		gap = int64(time.Since(epoch)) - l.lastEnd.Load()
+	}
+	l.lastGap.Store(gap)
+	return int(active)
+}
+
+// leave notes the end of a staged transfer.
+func (l *standingLanes) leave() {
+	l.lastEnd.Store(int64(time.Since(epoch)))
+	l.active.Add(-1)
+}
+
+// spinFor is how long a lane that just finished its part of a transfer
+// looks for the next one before it sleeps: LaneSpin when the transfer
+// came within LaneSpin of the one before, else not at all.
+func (l *standingLanes) spinFor() time.Duration {
+	if l.spin <= 0 || time.Duration(l.lastGap.Load()) > l.spin {
+		return 0
+	}
+	return l.spin
+}
+
+// job is a transfer offered to the standing lanes: join runs a lane of it,
+// or nothing when the transfer's caller has finished its own lane.
+type job interface{ join() }
+
+// newStandingLanes starts n lanes that spin for up to spin (none when it
+// is not positive) before they sleep.
+func newStandingLanes(n int, spin time.Duration) *standingLanes {
+	l := &standingLanes{jobs: make(chan job, max(n, 1)), spin: spin, quit: make(chan struct{})}
+	l.lastEnd.Store(math.MinInt64 / 2) // no transfer yet: an endless gap
+	l.lastGap.Store(math.MaxInt64)
+	for range n {
+		l.wg.Go(l.work)
+	}
+	return l
+}
+
+// work runs lanes of the transfers it is offered until stop.
+func (l *standingLanes) work() {
+	for {
+		j, ok := l.next()
+		if !ok {
+			return
+		}
+		j.join()
+	}
+}
+
+// next returns the next transfer offered, looking for one for spinFor
+// before it sleeps; ok is false once the lanes are stopped.
+func (l *standingLanes) next() (j job, ok bool) {
+	poll := func() bool {
+		select {
+		case j = <-l.jobs:
+			ok = true
+			return true
+		case <-l.quit:
+			return true
+		default:
+			return false
+		}
+	}
+	if spinUntil(poll, l.spinFor()) {
+		return j, ok
+	}
+	select {
+	case j = <-l.jobs:
+		return j, true
+	case <-l.quit:
+		return nil, false
+	}
+}
+
+// offer asks for up to n lanes for j without waiting: it returns once the
+// offers are queued or the queue is full (the lanes busy with other
+// transfers); lanes that take an offer after j's caller has finished its
+// own lane drop it.
+func (l *standingLanes) offer(j job, n int) {
+	for range n {
+		select {
+		case l.jobs <- j:
+		default:
+			return
+		}
+	}
+}
+
+// stop ends the lanes and waits for them; transfers must be over.
+func (l *standingLanes) stop() {
+	close(l.quit)
+	l.wg.Wait()
+}
+
+// runState is what the lanes of one staged transfer share in both modes:
+// the first error, the flag that stops them, and the standing lanes that
+// joined.
+type runState struct {
+	stop atomic.Bool
+
+	mu     sync.Mutex // guards err, closed and Add on joined; a leaf of the lock order (see Copier)
+	err    error
+	closed bool           // no lane may join any more
+	joined sync.WaitGroup // standing lanes that joined
+}
+
+// fail records err (the first one wins) and stops the transfer.
+func (s *runState) fail(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	s.stop.Store(true)
+}
+
+// joinLane runs lane on a standing lane, unless the transfer's caller has
+// already finished its own lane (then all the work is claimed, and the
+// offer is stale).
+func (s *runState) joinLane(lane func()) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.joined.Add(1)
+	s.mu.Unlock()
+	defer s.joined.Done()
+	lane()
+}
+
+// endJoins stops standing lanes from joining and waits for those that did.
+func (s *runState) endJoins() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.joined.Wait()
+}
+
+// spinUntil calls ready, yielding the processor in between, until it
+// reports true or limit has passed; a negative limit means no limit, zero
+// one call. It reports ready's last answer. It is the package's one busy
+// wait: for waits shorter than a thread wake-up (a lane's next transfer,
+// the issue lock, a cooperative chunk's DMA), where sleeping would cost
+// more than the wait.
+func spinUntil(ready func() bool, limit time.Duration) bool {
+	if ready() {
+		return true
+	}
+	if limit == 0 {
+		return false
+	}
+	var deadline time.Time
+	if limit > 0 {
+		deadline = time.Now().Add(limit)
+	}
+	for {
+		runtime.Gosched()
+		if ready() {
+			return true
+		}
+		if limit > 0 && time.Now().After(deadline) {
+			return false
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package transfer
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestLanesJoin checks that the standing lanes join a staged transfer: with
+// lanes spinning, every one of Lanes lanes runs the next transfer, and
+// with spinning off at least one other than the caller wakes up and joins
+// a long transfer.
+func TestLanesJoin(t *testing.T) {
+	for _, tc := range []struct {
+		spin     time.Duration
+		minLanes uint64
+	}{
+		{time.Second, 4},
+		{-1, 2},
+	} {
+		e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Lanes: 4, DirectBelow: -1, LaneSpin: tc.spin})
+		e.d.latency.Store(int64(200 * time.Microsecond))
+		const n = 64 * testChunk
+		src := randomBytes(n, 5)
+		dev := e.d.alloc(n)
+		for i := range 3 {
+			before := e.c.stats.lanes.Load()
+			if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+				t.Fatal(err)
+			}
+			if i > 0 { // the first transfer wakes the lanes
+				if got := e.c.stats.lanes.Load() - before; got < tc.minLanes || got > 4 {
+					t.Errorf("LaneSpin %v, transfer %d: %d lanes ran, want %d to 4", tc.spin, i, got, tc.minLanes)
+				}
+			}
+		}
+		sameBytes(t, "device", e.devBytes(dev, n), src)
+	}
+}
+
+// TestLanesStaleOffer checks that a lane offered a transfer whose caller
+// has finished drops the offer instead of running a lane of it.
+func TestLanesStaleOffer(t *testing.T) {
+	l := newStandingLanes(2, -1)
+	defer l.stop()
+	r := &chunkedRun{} // a lane of it would dereference r.c and panic
+	r.closed = true
+	l.offer(r, 2)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(l.jobs) > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if len(l.jobs) > 0 {
+		t.Fatal("offers not taken")
+	}
+	// More offers than the queue holds do not block.
+	l2 := newStandingLanes(0, -1)
+	defer l2.stop()
+	done := make(chan struct{})
+	go func() { l2.offer(r, 10); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("offer blocked on a full queue")
+	}
+}
+
+// TestLanesSmallTransfer checks that a staged transfer too small to share
+// runs on fewer lanes than Lanes: the plan gives each lane a stripe at
+// least, and offers no more lanes than that.
+func TestLanesSmallTransfer(t *testing.T) {
+	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Lanes: 8, DirectBelow: -1, LaneSpin: time.Second})
+	dev := e.d.alloc(testChunk)
+	src := randomBytes(100, 1)
+	for range 3 {
+		before := e.c.stats.lanes.Load()
+		if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.c.stats.lanes.Load() - before; got != 1 {
+			t.Fatalf("a 100-byte transfer ran on %d lanes, want 1", got)
+		}
+	}
+	sameBytes(t, "device", e.devBytes(dev, 100), src)
+}
+
+// TestSpinUntil checks the busy wait: it returns at once when ready, gives
+// up after its limit, and waits for ready without one.
+func TestSpinUntil(t *testing.T) {
+	if !spinUntil(func() bool { return true }, 0) {
+		t.Fatal("ready at once: false")
+	}
+	if spinUntil(func() bool { return false }, 0) {
+		t.Fatal("never ready, no spin: true")
+	}
+	t0 := time.Now()
+	if spinUntil(func() bool { return false }, time.Millisecond) || time.Since(t0) < time.Millisecond {
+		t.Fatal("never ready: did not spin for its limit")
+	}
+	calls := 0
+	if !spinUntil(func() bool { calls++; return calls == 100 }, -1) || calls != 100 {
+		t.Fatalf("no limit: %d calls", calls)
+	}
+}
+
+// TestLanesGapRule checks when a standing lane spins: after a transfer that
+// came within LaneSpin of the one before (or overlapped it), not after one
+// that came later or after the first, and never with LaneSpin negative.
+func TestLanesGapRule(t *testing.T) {
+	const spin = 20 * time.Millisecond
+	l := newStandingLanes(0, spin)
+	defer l.stop()
+	if got := l.spinFor(); got != 0 {
+		t.Fatalf("before any transfer: spin %v", got)
+	}
+	l.arrive()
+	if got := l.spinFor(); got != 0 {
+		t.Fatalf("after the first transfer: spin %v", got)
+	}
+	l.leave()
+	l.arrive() // right after
+	if got := l.spinFor(); got != spin {
+		t.Fatalf("back to back: spin %v, want %v", got, spin)
+	}
+	l.arrive() // overlapping
+	if got := l.spinFor(); got != spin {
+		t.Fatalf("overlapping: spin %v, want %v", got, spin)
+	}
+	l.leave()
+	l.leave()
+	time.Sleep(2 * spin)
+	l.arrive()
+	if got := l.spinFor(); got != 0 {
+		t.Fatalf("after a gap longer than LaneSpin: spin %v", got)
+	}
+	l.leave()
+	never := newStandingLanes(0, -1)
+	defer never.stop()
+	if got := never.spinFor(); got != 0 {
+		t.Fatalf("LaneSpin negative: spin %v", got)
+	}
+}

@@ -1,0 +1,188 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pinpool/pinpool"
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// Streams and files. Data that is not in memory yet (a file, a socket, a
+// decoder's output) moves in pieces of at most ChunkSize bytes, each
+// through one pinned staging buffer held under one slot of the copier's
+// window: read into the buffer, then one asynchronous copy to the device
+// (or the other way round). Several pieces are in flight at once, so
+// reading, staging and DMA overlap, and the pinned memory held stays
+// within the window whatever the size of the data. No pageable copy
+// happens on the way: the reader writes straight into pinned memory.
+
+// piece is one part of a stream transfer: pos bytes from the start of the
+// device range, n bytes long; for files, at file offset off.
+type piece struct {
+	pos, off int64
+	n        int
+}
+
+// splitPieces cuts [off, off+n) of a file into pieces at multiples of
+// chunk in file offsets, so that every piece but the first and the last is
+// aligned for direct I/O, and each, with its start rounded down and its
+// end rounded up to directAlign, fits one staging buffer of chunk bytes.
+func splitPieces(off, n int64, chunk int) []piece {
+	var ps []piece
+	for pos := int64(0); pos < n; {
+		at := off + pos
+		end := min((at/int64(chunk)+1)*int64(chunk), off+n)
+		ps = append(ps, piece{pos: pos, off: at, n: int(end - at)})
+		pos += end - at
+	}
+	return ps
+}
+
+// streamLanes is how many goroutines work on one stream transfer: twice
+// the copier's lanes (each spends part of its time waiting for its DMA),
+// within the window's slots and the number of pieces.
+func (c *Copier) streamLanes(pieces int) int {
+	return max(1, min(2*c.opt.Lanes, c.opt.Slots(), pieces))
+}
+
+// staging is one piece's pinned buffer and its window slot.
+type staging struct {
+	c   *Copier
+	buf pinpool.Buffer
+}
+
+// stage takes a window slot and a staging buffer of ChunkSize bytes.
+func (c *Copier) stage(ctx context.Context) (staging, error) {
+	if err := c.win.acquire(ctx); err != nil {
+		return staging{}, err
+	}
+	buf, err := c.pool.Get(ctx, c.opt.ChunkSize)
+	if err != nil {
+		c.win.release()
+		if ctx.Err() != nil {
+			return staging{}, ctx.Err()
+		}
+		return staging{}, fmt.Errorf("%w: %w", ErrStaging, err)
+	}
+	return staging{c, buf}, nil
+}
+
+// done gives the buffer and the slot back.
+func (s staging) done() {
+	s.buf.Release()
+	s.c.win.release()
+}
+
+// copyPiece copies pinned memory b (part of a staging buffer) to or from
+// the device at dev, and returns once the copy is complete.
+func (c *Copier) copyPiece(ctx context.Context, dir Direction, dev cuda.DevicePtr, b []byte) error {
+	return c.run(ctx, op{dir, dev, b}, true)
+}
+
+// progress records which pieces of a transfer are complete, and the
+// first error, and tells the lanes to stop after it.
+type progress struct {
+	mu     sync.Mutex
+	done   []bool
+	sizes  []int
+	err    error
+	failed atomic.Bool
+}
+
+func newProgress(ps []piece) *progress {
+	p := &progress{done: make([]bool, len(ps)), sizes: make([]int, len(ps))}
+	for i, pc := range ps {
+		p.sizes[i] = pc.n
+	}
+	return p
+}
+
+func (p *progress) complete(i int) {
+	p.mu.Lock()
+	p.done[i] = true
+	p.mu.Unlock()
+}
+
+// fail records err (the first one wins; a cancellation does not replace an
+// error that came before it).
+func (p *progress) fail(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+	p.failed.Store(true)
+}
+
+// arrived is the bytes of the complete pieces from the start, up to the
+// first one that is not.
+func (p *progress) arrived() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for i, d := range p.done {
+		if !d {
+			break
+		}
+		n += int64(p.sizes[i])
+	}
+	return n
+}
+
+// result is the transfer's outcome: the bytes that arrived, and the first
+// error, said with the range it ended at.
+func (p *progress) result(what string, total int64) (int64, error) {
+	n := p.arrived()
+	p.mu.Lock()
+	err := p.err
+	p.mu.Unlock()
+	if err == nil {
+		return n, nil
+	}
+	if errors.Is(err, ErrClosed) {
+		return n, fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, n, total, ErrClosed)
+	}
+	return n, fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, n, total, err)
+}
+
+// lanesOver runs work(i) for every index below count on lanes goroutines
+// (the caller's among them), each taking the next index, until all are
+// done or one fails (progress.failed) or ctx ends.
+func lanesOver(ctx context.Context, lanes, count int, p *progress, work func(i int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	lane := func() {
+		for !p.failed.Load() {
+			i := int(next.Add(1) - 1)
+			if i >= count {
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				p.fail(err)
+				return
+			}
+			if err := work(i); err != nil {
+				p.fail(err)
+				return
+			}
+			p.complete(i)
+		}
+	}
+	for range lanes - 1 {
+		wg.Go(lane)
+	}
+	lane()
+	wg.Wait()
+}
+
+// checkRange refuses a negative length or offset.
+func checkRange(what string, off, n int64) error {
+	if n < 0 || off < 0 {
+		return fmt.Errorf("%w: %s: offset %d, length %d", ErrInvalidRange, what, off, n)
+	}
+	return nil
+}

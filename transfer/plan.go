@@ -1,0 +1,132 @@
+package transfer
+
+// Step 2 of a transfer: the staging plan. Every staged transfer (pageable
+// memory from Options.DirectBelow up, or below it with DirectBelow
+// negative) runs by a plan that planStaging decides once, from its size,
+// direction, the number of transfers staging at the time, the options and
+// the tuning; nothing later changes the mode, the chunk size or the number
+// of lanes.
+
+// mode is how the lanes of a staged transfer share its work.
+type mode int
+
+const (
+	// chunked: each lane claims whole chunks and takes each one through
+	// staging, issue and completion on its own, keeping a few in flight.
+	// Lanes never wait for each other, which large transfers need.
+	chunked mode = iota
+	// cooperative: the transfer holds all its staging at once, every lane
+	// copies stripes of every chunk, and one goroutine at a time calls the
+	// driver. Small transfers spend most of their time in driver calls and
+	// in the DMA's first and last chunk, which this shortens; it needs all
+	// the staging up front, so only transfers that fit in a share of the
+	// window run this way.
+	cooperative
+)
+
+func (m mode) String() string {
+	if m == cooperative {
+		return "cooperative"
+	}
+	return "chunked"
+}
+
+// plan is how one staged transfer of n bytes runs.
+type plan struct {
+	mode   mode
+	n      int // bytes of the transfer
+	chunk  int // bytes of each chunk (the last may be shorter): one asynchronous copy
+	chunks int
+	lanes  int // lanes that work on it, the calling goroutine among them
+	buffer int // bytes of a staging buffer: Options.ChunkSize, one window slot
+
+	// chunked mode
+	depth int // chunks a lane keeps in flight before it completes its oldest
+
+	// cooperative mode
+	perBuffer int // chunks that share one staging buffer
+	buffers   int // staging buffers the transfer holds
+	stripe    int // bytes of a chunk that a lane copies at a time
+	stripes   int // stripes of the whole transfer
+}
+
+// planStaging decides how a staged transfer of n > 0 bytes in direction
+// dir runs, when active transfers of the copier stage at once (this one
+// among them).
+//
+// Lanes: Options.Lanes, shared among the transfers staging at once (each
+// caller is a lane of its own, so more lanes per transfer only make the
+// lanes contend), but at least two. Mode: cooperative when the transfer
+// has two lanes or more and its staging fits in the direction's share of
+// the window (tuning.coopShare); then its chunks are coopChunk bytes
+// (ChunkSize if smaller), packed into as few staging buffers as hold them,
+// and every lane copies stripes of at least minStripe. Otherwise chunked,
+// in chunks of ChunkSize, or smaller ones (down to minChunk) when that is
+// what gives every lane a chunk.
+func planStaging(n int, dir Direction, active int, o Options, t tuning) plan {
+	lanes := max(o.Lanes, 1)
+	if active > 1 {
+		lanes = min(lanes, max(2, ceilDiv(lanes, active)))
+	}
+	buf := o.ChunkSize
+	if share := t.coopShare[dir]; lanes >= 2 && share > 0 {
+		chunk := min(buf, t.coopChunk)
+		per := buf / chunk
+		chunks := ceilDiv(n, chunk)
+		buffers := ceilDiv(chunks, per)
+		if buffers <= o.Slots()/share {
+			stripe := roundUp(max(t.minStripe, ceilDiv(chunk, lanes)), 4096)
+			perChunk := ceilDiv(chunk, stripe)
+			last := n - (chunks-1)*chunk
+			stripes := (chunks-1)*perChunk + ceilDiv(last, stripe)
+			return plan{
+				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
+				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
+			}
+		}
+	}
+	chunk := chunkFor(n, buf, lanes, t.minChunk)
+	chunks := ceilDiv(n, chunk)
+	lanes = min(lanes, chunks)
+	return plan{
+		mode: chunked, n: n, chunk: chunk, chunks: chunks, lanes: lanes, buffer: buf,
+		depth: max(2, ceilDiv(o.Slots(), lanes)),
+	}
+}
+
+// chunkFor is the chunk size of a chunked transfer of n bytes: chunk (the
+// staging buffer's size), or less when that would leave lanes without
+// work, so that a transfer of a few chunks still copies on every lane;
+// never below minChunk (or chunk, if smaller), in whole cache lines.
+func chunkFor(n, chunk, lanes, minChunk int) int {
+	u := roundUp(ceilDiv(n, lanes), 64)
+	return max(min(u, chunk), min(minChunk, chunk))
+}
+
+// stripeRange is the byte range [lo, hi) of the transfer that stripe i of
+// a cooperative plan covers, and the chunk it belongs to; lo == hi for a
+// stripe past the end of a short last chunk.
+func (p *plan) stripeRange(i int) (chunk, lo, hi int) {
+	perChunk := ceilDiv(p.chunk, p.stripe)
+	chunk = i / perChunk
+	lo = chunk*p.chunk + (i%perChunk)*p.stripe
+	hi = min(lo+p.stripe, (chunk+1)*p.chunk, p.n)
+	return chunk, min(lo, hi), hi
+}
+
+// chunkRange is the byte range [lo, hi) of the transfer that chunk i
+// covers.
+func (p *plan) chunkRange(i int) (lo, hi int) {
+	lo = i * p.chunk
+	return lo, min(lo+p.chunk, p.n)
+}
+
+// stripesOf is the number of stripes of chunk i of a cooperative plan.
+func (p *plan) stripesOf(i int) int {
+	lo, hi := p.chunkRange(i)
+	return ceilDiv(hi-lo, p.stripe)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func roundUp(a, m int) int { return ceilDiv(a, m) * m }
