@@ -39,6 +39,7 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kong"
+	"github.com/pinpool/pinpool/internal/textwrap"
 )
 
 // cli is the command line: one field per subcommand, each in its own file.
@@ -97,6 +98,8 @@ func runContext(ictx context.Context, args []string, stdout, stderr io.Writer) i
 		kong.Description("Pinned host memory for CUDA: inspect, measure, advise. "+
 			"'pinpool help COMMAND' shows a command's flags.\n\n"+exitStatusHelp),
 		kong.Writers(stdout, stderr),
+		// Help wraps to the terminal, never wider than the tool's lines.
+		kong.ConfigureHelp(kong.HelpOptions{WrapUpperBound: textwrap.Width}),
 		kong.Exit(func(code int) { exit = code }),
 		kong.Vars{"version": currentVersion().String()},
 	)
