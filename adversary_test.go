@@ -22,9 +22,9 @@ import (
 // The fault-injecting backend is in faultbackend_test.go, the options
 // tests in fuzz_options_test.go.
 
-// advN is n, or short in -short mode.
+// advN is n with PINPOOL_SOAK=1 (envSoak), else short.
 func advN(n, short int) int {
-	if testing.Short() {
+	if !soak() {
 		return short
 	}
 	return n
@@ -1227,7 +1227,7 @@ func TestAdvModelStress(t *testing.T) {
 				growErr = ErrGrow
 			}
 			d := tc.d
-			if testing.Short() {
+			if !soak() {
 				d = tc.short
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), d)

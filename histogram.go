@@ -7,8 +7,13 @@ import (
 
 // DurationBounds are the upper bounds of the duration histograms in Stats
 // (growth times, budget waits): from 10 µs to 10 s by factors of ten, and
-// above the last one the overflow bucket.
-var DurationBounds = []time.Duration{
+// above the last one the overflow bucket. It is for reading: the pools
+// count with their own copy, and every Stats snapshot carries its own copy
+// in Histogram.Bounds, so writing into either changes nothing else.
+var DurationBounds = append([]time.Duration(nil), durationBounds[:]...)
+
+// durationBounds are the bounds that the pools count with.
+var durationBounds = [...]time.Duration{
 	10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond,
 	10 * time.Millisecond, 100 * time.Millisecond, time.Second, 10 * time.Second,
 }
@@ -34,13 +39,13 @@ func (h Histogram) Count() uint64 {
 // durationHistogram records durations with atomics: a slow-path event
 // (a growth, a wait) costs two atomic additions.
 type durationHistogram struct {
-	counts [8]atomic.Uint64 // len(DurationBounds) + 1
+	counts [len(durationBounds) + 1]atomic.Uint64
 	sum    atomic.Int64
 }
 
 func (h *durationHistogram) observe(d time.Duration) {
 	i := 0
-	for i < len(DurationBounds) && d > DurationBounds[i] {
+	for i < len(durationBounds) && d > durationBounds[i] {
 		i++
 	}
 	h.counts[i].Add(1)
@@ -50,7 +55,7 @@ func (h *durationHistogram) observe(d time.Duration) {
 // snapshot copies the histogram out. Every count only grows, so two
 // snapshots in turn never go back.
 func (h *durationHistogram) snapshot() Histogram {
-	out := Histogram{Bounds: DurationBounds, Counts: make([]uint64, len(h.counts))}
+	out := Histogram{Bounds: append([]time.Duration(nil), durationBounds[:]...), Counts: make([]uint64, len(h.counts))}
 	for i := range h.counts {
 		out.Counts[i] = h.counts[i].Load()
 	}

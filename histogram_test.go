@@ -50,3 +50,29 @@ func TestStatsHistograms(t *testing.T) {
 		t.Errorf("wait histogram %+v, want one wait of 20..100 ms", w)
 	}
 }
+
+// TestHistogramBoundsOwned: writing into a snapshot's Bounds changes
+// neither DurationBounds, nor the next snapshot, nor how the pool counts;
+// writing into DurationBounds does not change how the pool counts either.
+func TestHistogramBoundsOwned(t *testing.T) {
+	want := append([]time.Duration(nil), DurationBounds...)
+	defer copy(DurationBounds, want)
+	var h durationHistogram
+	s := h.snapshot()
+	for i := range s.Bounds {
+		s.Bounds[i] = -1
+	}
+	for i, b := range DurationBounds {
+		if b != want[i] {
+			t.Fatalf("DurationBounds[%d] = %v after writing a snapshot's Bounds, want %v", i, b, want[i])
+		}
+	}
+	if b := h.snapshot().Bounds; b[0] != want[0] {
+		t.Fatalf("the next snapshot's Bounds[0] = %v, want %v", b[0], want[0])
+	}
+	DurationBounds[0] = time.Hour
+	h.observe(time.Millisecond)
+	if s := h.snapshot(); s.Counts[2] != 1 || s.Bounds[0] != want[0] {
+		t.Fatalf("after writing DurationBounds: counts %v bounds %v", s.Counts, s.Bounds)
+	}
+}

@@ -73,7 +73,7 @@ func TestBurstDoesNotStorm(t *testing.T) {
 		{"mixed", []int{frame, 64 << 10, 16 << 20}, 0, 45},
 	}
 	pauses := []time.Duration{0, time.Millisecond, 20 * time.Millisecond}
-	if !testing.Short() {
+	if soak() {
 		pauses = append(pauses, 100*time.Millisecond)
 	}
 	for _, tc := range cases {

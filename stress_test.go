@@ -20,7 +20,7 @@ import (
 // peak must stay within the budget and nothing may leak.
 func TestStress(t *testing.T) {
 	d := 2 * time.Second
-	if testing.Short() {
+	if !soak() {
 		d = 300 * time.Millisecond
 	}
 	const budget = 96 << 20
@@ -123,7 +123,7 @@ func TestStress(t *testing.T) {
 func TestSeedWorkload(t *testing.T) {
 	w := seedpool.SeedWorkload()
 	w.SleepScale = 0.1
-	if testing.Short() {
+	if !soak() {
 		w.Iterations = 30
 	}
 	p, f := newTestPool(t, Options{Exact: true})

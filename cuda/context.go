@@ -3,7 +3,6 @@ package cuda
 import (
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -12,11 +11,15 @@ import (
 // by Close. All of its methods, and those of the streams, events, modules and
 // memory made from it, are safe for concurrent use from any goroutine (see
 // the package documentation for how).
+//
+// A Context must come from NewContext. The methods of a zero Context (or a
+// nil *Context), and of the streams made from it, return an error instead of
+// calling the driver: one wrapping ErrNoDriver without a driver, else one
+// matching ErrInvalidContext.
 type Context struct {
 	dev    Device
 	handle uintptr // CUcontext
 	closed atomic.Bool
-	once   sync.Once
 }
 
 // NewContext retains the primary context of the device with the given
@@ -33,13 +36,22 @@ func NewContext(ordinal int) (*Context, error) {
 	return &Context{dev: d, handle: h}, nil
 }
 
-// Device is the context's device.
-func (c *Context) Device() Device { return c.dev }
+// Device is the context's device; the zero Device for a zero or nil
+// Context.
+func (c *Context) Device() Device {
+	if c == nil {
+		return Device{}
+	}
+	return c.dev
+}
 
 // Close releases the primary context. Memory, streams and events made from
 // it must be freed first; the driver destroys the primary context when the
 // last retain is released. A second Close returns ErrClosed.
 func (c *Context) Close() error {
+	if c.unusable() {
+		return check("cuDevicePrimaryCtxRelease", resultZero)
+	}
 	if c.closed.Swap(true) {
 		return ErrClosed
 	}
@@ -61,6 +73,9 @@ func (c *Context) Close() error {
 //
 //go:uintptrescapes
 func (c *Context) call(f uintptr, args ...uintptr) Result {
+	if c.unusable() {
+		return resultZero
+	}
 	if c.closed.Load() {
 		return resultClosed
 	}
@@ -78,22 +93,47 @@ func (c *Context) call(f uintptr, args ...uintptr) Result {
 // addresses or pinned host addresses, never Go memory: one transition to C
 // that makes the context current and calls f (see fastCall).
 func (c *Context) fast(f, a0, a1, a2, a3 uintptr) Result {
+	if c.unusable() {
+		return resultZero
+	}
 	if c.closed.Load() {
 		return resultClosed
 	}
 	return fastCall(c.handle, f, a0, a1, a2, a3, 0, 0)
 }
 
+// unusable reports whether c is nil or a zero Context, which has no driver
+// context to make current.
+func (c *Context) unusable() bool { return c == nil || c.handle == 0 }
+
 // resultClosed is a code outside the driver's range that call returns for a
 // closed context; check turns it into ErrClosed.
 const resultClosed Result = -1
 
+// resultZero is a code outside the driver's range that call returns for a
+// zero or nil Context; check turns it into the no-driver error or
+// ErrInvalidContext.
+const resultZero Result = -2
+
 // check turns a Result from call into an error naming op.
 func check(op string, r Result) error {
-	if r == resultClosed {
+	switch r {
+	case resultClosed:
 		return fmt.Errorf("%w: %s on a closed context", ErrClosed, op)
+	case resultZero:
+		return zeroContextErr(op)
 	}
 	return resultErr(op, r)
+}
+
+// zeroContextErr is the error of op on a Context that NewContext did not
+// make: the driver's absence when there is no driver, else
+// ErrInvalidContext.
+func zeroContextErr(op string) error {
+	if err := Load(); err != nil {
+		return fmt.Errorf("%s on a zero Context: %w", op, err)
+	}
+	return fmt.Errorf("%w: %s on a zero Context (use NewContext)", ErrInvalidContext, op)
 }
 
 // Synchronize waits until all work in the context is done.
@@ -114,6 +154,9 @@ type Thread struct {
 // context current there. The goroutine must call Unlock when done and must
 // not use the Thread from another goroutine.
 func (c *Context) LockThread() (*Thread, error) {
+	if c.unusable() {
+		return nil, zeroContextErr("LockThread")
+	}
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -192,5 +235,11 @@ func CurrentContext() (uintptr, error) {
 	return h, nil
 }
 
-// Handle is the raw CUcontext, for passing to other CUDA libraries.
-func (c *Context) Handle() uintptr { return c.handle }
+// Handle is the raw CUcontext, for passing to other CUDA libraries; 0 for a
+// zero or nil Context.
+func (c *Context) Handle() uintptr {
+	if c == nil {
+		return 0
+	}
+	return c.handle
+}

@@ -33,9 +33,15 @@ func DeviceCount() (int, error) {
 }
 
 // Device is a CUDA device by ordinal. Its methods need no context.
+//
+// A Device must come from GetDevice (or Context.Device). The methods of any
+// other Device, such as the zero value that a failed GetDevice returns,
+// return an error instead of calling the driver: one wrapping ErrNoDriver
+// without a driver, else one matching ErrInvalidDevice.
 type Device struct {
 	ordinal int
 	handle  int32 // CUdevice
+	valid   bool  // made by GetDevice
 }
 
 // GetDevice returns the device with the given ordinal (0 is the first).
@@ -50,14 +56,29 @@ func GetDevice(ordinal int) (Device, error) {
 	if r := invoke(fn.cuDeviceGet, uintptr(unsafe.Pointer(&h)), uintptr(ordinal)); r != Success {
 		return Device{}, resultErr("cuDeviceGet", r)
 	}
-	return Device{ordinal: ordinal, handle: h}, nil
+	return Device{ordinal: ordinal, handle: h, valid: true}, nil
 }
 
 // Ordinal is the device's index as passed to GetDevice.
 func (d Device) Ordinal() int { return d.ordinal }
 
+// usable returns nil for a Device from GetDevice, else the error that op on
+// it returns.
+func (d Device) usable(op string) error {
+	if err := Load(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if !d.valid {
+		return fmt.Errorf("%w: %s on a Device that GetDevice did not return", ErrInvalidDevice, op)
+	}
+	return nil
+}
+
 // Name is the device's product name, e.g. "NVIDIA H200".
 func (d Device) Name() (string, error) {
+	if err := d.usable("cuDeviceGetName"); err != nil {
+		return "", err
+	}
 	var buf [256]byte
 	if r := invoke(fn.cuDeviceGetName, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), uintptr(d.handle)); r != Success {
 		return "", resultErr("cuDeviceGetName", r)
@@ -70,6 +91,9 @@ func (d Device) Name() (string, error) {
 
 // TotalMem is the device's memory in bytes.
 func (d Device) TotalMem() (uint64, error) {
+	if err := d.usable("cuDeviceTotalMem"); err != nil {
+		return 0, err
+	}
 	var n uint64
 	if r := invoke(fn.cuDeviceTotalMem, uintptr(unsafe.Pointer(&n)), uintptr(d.handle)); r != Success {
 		return 0, resultErr("cuDeviceTotalMem", r)
@@ -101,6 +125,9 @@ const (
 
 // Attribute returns the value of a device attribute.
 func (d Device) Attribute(a Attribute) (int, error) {
+	if err := d.usable("cuDeviceGetAttribute"); err != nil {
+		return 0, err
+	}
 	var v int32
 	if r := invoke(fn.cuDeviceGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(a), uintptr(d.handle)); r != Success {
 		return 0, resultErr(fmt.Sprintf("cuDeviceGetAttribute(%d)", a), r)

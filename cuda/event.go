@@ -52,7 +52,7 @@ func (e *Event) Done() (bool, error) {
 		return false, ErrClosed
 	}
 	r := e.ctx.fast(fn.cuEventQuery, e.handle, 0, 0, 0)
-	if r == resultClosed {
+	if r == resultClosed || r == resultZero {
 		return false, check("cuEventQuery", r)
 	}
 	return queryResult("cuEventQuery", r)

@@ -23,7 +23,7 @@ const kernelBlock = 256
 
 // LoadKernels loads the embedded PTX module into the context.
 func (c *Context) LoadKernels() (*Kernels, error) {
-	mp, err := c.dev.Attribute(AttrMultiprocessorCount)
+	mp, err := c.Device().Attribute(AttrMultiprocessorCount)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func (s *Stream) Query() (bool, error) {
 		return false, ErrClosed
 	}
 	r := s.ctx.fast(fn.cuStreamQuery, s.handle, 0, 0, 0)
-	if r == resultClosed {
+	if r == resultClosed || r == resultZero {
 		return false, check("cuStreamQuery", r)
 	}
 	return queryResult("cuStreamQuery", r)

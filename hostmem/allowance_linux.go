@@ -70,4 +70,32 @@ func LockAllowance() (bytes uint64, limited bool, err error) {
 // RaiseLockLimitHint is the one command that lifts RLIMIT_MEMLOCK for a
 // shell and what follows from it, with the equivalents where a service
 // manager or a container sets the limit.
+//
+// It fails for a user whose hard limit is low: LockLimitHint says what
+// works for this process.
 const RaiseLockLimitHint = "`ulimit -l unlimited` (LimitMEMLOCK=infinity under systemd, --ulimit memlock=-1 in docker) or CAP_IPC_LOCK"
+
+// LockLimitHint says how this process's user can raise RLIMIT_MEMLOCK:
+// `ulimit -l unlimited` where the hard limit allows it, `ulimit -l N` (the
+// hard limit, in KiB) where only the soft limit is low, and where the soft
+// limit already is the hard limit (which only an administrator can raise)
+// where that is set, or CAP_IPC_LOCK.
+func LockLimitHint() string {
+	soft, hard, err := LockLimit()
+	if err != nil {
+		return RaiseLockLimitHint
+	}
+	return lockLimitHint(soft, hard)
+}
+
+// lockLimitHint is LockLimitHint for the limits soft and hard.
+func lockLimitHint(soft, hard uint64) string {
+	switch {
+	case hard == math.MaxUint64:
+		return "`ulimit -l unlimited` (LimitMEMLOCK=infinity under systemd, --ulimit memlock=-1 in docker) or CAP_IPC_LOCK"
+	case hard > soft:
+		return fmt.Sprintf("`ulimit -l %d` (the hard limit, in KiB; beyond it an administrator must raise it) or CAP_IPC_LOCK", hard>>10)
+	}
+	return "an administrator: the hard limit is reached (memlock in /etc/security/limits.conf, " +
+		"LimitMEMLOCK under systemd, --ulimit memlock in docker) or CAP_IPC_LOCK"
+}

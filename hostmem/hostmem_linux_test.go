@@ -497,7 +497,9 @@ func lockLimitChild(t *testing.T) {
 			t.Fatalf("error %v does not wrap ErrLockLimit", err)
 		}
 		msg := err.Error()
-		for _, want := range []string{"hostmem: ", "RLIMIT_MEMLOCK is 1 MiB", "64 MiB", "ulimit -l", "CAP_IPC_LOCK"} {
+		// The hard limit is 1 MiB too: `ulimit -l unlimited` would fail,
+		// so the hint says who can raise it.
+		for _, want := range []string{"hostmem: ", "RLIMIT_MEMLOCK is 1 MiB", "64 MiB", "hard limit", "limits.conf", "CAP_IPC_LOCK"} {
 			if !strings.Contains(msg, want) {
 				t.Fatalf("error %q lacks %q", msg, want)
 			}
@@ -544,4 +546,22 @@ func TestLockAllowance(t *testing.T) {
 		}
 	}
 	t.Logf("CAP_IPC_LOCK %v, RLIMIT_MEMLOCK soft %s, allowance %d (limited %v)", can, units.Limit(soft), n, limited)
+}
+
+// TestLockLimitHint: the hint never tells a user to run a command that
+// their hard limit refuses.
+func TestLockLimitHint(t *testing.T) {
+	for _, tt := range []struct {
+		soft, hard uint64
+		want, not  string
+	}{
+		{64 << 10, math.MaxUint64, "`ulimit -l unlimited`", "administrator"},
+		{64 << 10, 1 << 30, "`ulimit -l 1048576`", "unlimited"},
+		{8 << 20, 8 << 20, "administrator", "ulimit -l"},
+	} {
+		h := lockLimitHint(tt.soft, tt.hard)
+		if !strings.Contains(h, tt.want) || strings.Contains(h, tt.not) || !strings.Contains(h, "CAP_IPC_LOCK") {
+			t.Errorf("soft %d hard %d: %q; want %q and CAP_IPC_LOCK, not %q", tt.soft, tt.hard, h, tt.want, tt.not)
+		}
+	}
 }

@@ -25,3 +25,6 @@ func LockAllowance() (bytes uint64, limited bool, err error) { return 0, false, 
 
 // RaiseLockLimitHint is the command that lifts RLIMIT_MEMLOCK (Linux only).
 const RaiseLockLimitHint = "`ulimit -l unlimited`"
+
+// LockLimitHint is RaiseLockLimitHint (Linux only).
+func LockLimitHint() string { return RaiseLockLimitHint }

@@ -66,5 +66,5 @@ func lockError(asked int, err error) error {
 		locked = units.Limit(n)
 	}
 	return fmt.Errorf("%w: mlock of %s failed (%w): RLIMIT_MEMLOCK is %s and this process has %s locked; raise it with %s",
-		ErrLockLimit, units.Size(int64(asked)), err, limit, locked, RaiseLockLimitHint)
+		ErrLockLimit, units.Size(int64(asked)), err, limit, locked, LockLimitHint())
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/pinpool/pinpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -129,6 +130,13 @@ type Collector struct {
 
 var _ prometheus.Collector = (*Collector)(nil)
 
+// backendLabel is the value of the backend label for a backend's Name:
+// Prometheus refuses label values that are not valid UTF-8, and one such
+// value fails every scrape of the registry, so invalid bytes become U+FFFD.
+func backendLabel(name string) string {
+	return strings.ToValidUTF8(name, "\uFFFD")
+}
+
 // NewCollector returns a collector over p's Stats, read at scrape time. It
 // panics if p is nil, or if an option is invalid (a metric name that is not
 // a valid Prometheus name, a counter name without _total, a nil read
@@ -170,6 +178,9 @@ func newCollector(p *pinpool.Pool, opts []Option) (*Collector, error) {
 	if cfg.classLimit < 0 {
 		return nil, fmt.Errorf("metrics: negative class limit %d", cfg.classLimit)
 	}
+	if !utf8.ValidString(cfg.pool) {
+		return nil, fmt.Errorf("metrics: pool name %q is not valid UTF-8", cfg.pool)
+	}
 	// The pool name is the only constant label: descriptors, and with them
 	// the registry's notion of "the same collector", depend on it alone.
 	// backend is a variable label with one value per collector, so that two
@@ -180,7 +191,7 @@ func newCollector(p *pinpool.Pool, opts []Option) (*Collector, error) {
 	}
 	c := &Collector{
 		pool:       p,
-		backend:    p.Backend().Name(),
+		backend:    backendLabel(p.Backend().Name()),
 		funcs:      cfg.funcs,
 		classLimit: cfg.classLimit,
 		last:       map[int64]classCounters{},

@@ -756,6 +756,12 @@ func TestErrors(t *testing.T) {
 	if err := metrics.Register(reg, p, metrics.WithClassLimit(-1)); err == nil {
 		t.Error("a negative class limit was accepted")
 	}
+	if err := metrics.Register(reg, p, metrics.WithPool("fr\xffames")); err == nil {
+		t.Error("a pool name that is not valid UTF-8 was accepted")
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Errorf("Gather after the refused registrations: %v", err)
+	}
 	// A hook that collides with a built-in name is caught by the registry.
 	if err := metrics.Register(reg, p, metrics.WithGaugeFunc("memory_bytes", "x", func() float64 { return 0 })); err == nil {
 		t.Error("a duplicate name was accepted")
@@ -808,5 +814,42 @@ func TestTrimsByReason(t *testing.T) {
 	}
 	if got["cap"] != 1 || got["explicit"] != 1 || sum != value(t, fams, "pinpool_trims_total", nil) {
 		t.Fatalf("trims by reason %v, total %v", got, value(t, fams, "pinpool_trims_total", nil))
+	}
+}
+
+// TestInvalidUTF8Backend: a backend whose Name is not valid UTF-8 gets a
+// label with the bad bytes replaced, so that scraping the registry still
+// succeeds, for this pool and for the others registered beside it.
+func TestInvalidUTF8Backend(t *testing.T) {
+	bad := newPool(t, pinpool.Options{Backend: &heapBackend{name: "cuda:\xff/\xfe"}})
+	good := newPool(t, pinpool.Options{})
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg, bad, metrics.WithPool("bad")); err != nil {
+		t.Fatal(err)
+	}
+	if err := metrics.Register(reg, good, metrics.WithPool("good")); err != nil {
+		t.Fatal(err)
+	}
+	getRelease(t, bad, 8192, 3)
+	getRelease(t, good, 8192, 2)
+	if _, err := reg.Gather(); err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape status %d, want 200", resp.StatusCode)
+	}
+	fams := scrape(t, reg)
+	if got := value(t, fams, "pinpool_gets_total", map[string]string{"pool": "bad", "backend": "cuda:\uFFFD/\uFFFD"}); got != 3 {
+		t.Errorf("bad pool's gets = %v, want 3", got)
+	}
+	if got := value(t, fams, "pinpool_gets_total", map[string]string{"pool": "good"}); got != 2 {
+		t.Errorf("good pool's gets = %v, want 2", got)
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
+	"github.com/alecthomas/kong"
 	"github.com/pinpool/pinpool/internal/advise"
 	"github.com/pinpool/pinpool/internal/measure"
 )
@@ -16,26 +18,39 @@ import (
 // report, turned into recommendations for this machine by the rules of
 // package internal/advise, each line with the figures it rests on.
 type adviseCmd struct {
+	args []string // the command line, to tell a flag given from its default (set by Validate)
+
 	From     string     `placeholder:"FILE" help:"Advise from a report saved with 'pinpool bench --json' instead of measuring ('-': stdin)."`
 	Full     bool       `help:"Measure with bench's full plan (sizes up to 1 GiB) instead of the short one."`
-	JSON     bool       `help:"Print the advice as JSON."`
+	JSON     bool       `short:"j" help:"Print the advice as JSON."`
 	Progress string     `default:"auto" help:"Progress bar on stderr while measuring: auto (when stderr is a terminal), always, never."`
-	Device   deviceFlag `default:"0" placeholder:"N" help:"CUDA device to measure and advise on."`
+	Device   deviceFlag `default:"0" placeholder:"N" help:"CUDA device to measure and advise on (giving it without a GPU is an error)."`
 }
 
 // Validate checks the flags; kong reports its error as a usage error.
-func (c *adviseCmd) Validate() error {
+func (c *adviseCmd) Validate(kctx *kong.Context) error {
+	a := flagValues(kctx.Args)
+	c.args = kctx.Args
 	c.Progress = strings.ToLower(c.Progress)
-	if c.Progress != "auto" && c.Progress != "always" && c.Progress != "never" {
-		return fmt.Errorf("--progress %s: want auto, always or never", c.Progress)
+	if err := a.checkEnum("progress", c.Progress, "auto", "always", "never"); err != nil {
+		return err
+	}
+	if c.Device.all || len(c.Device.list) > 1 {
+		return &flagError{Flag: "device", Value: strings.Join(a.typed("device"), ","),
+			Want: "one device number: advise is for one device (bench --device measures several)"}
 	}
 	if c.From != "" && c.Full {
 		return errors.New("--from and --full: advise either from a saved report or from a new measurement")
 	}
+	if c.From != "" && flagsGiven(c.args)["device"] {
+		return fmt.Errorf("--from %s advises from a saved report and measures nothing: --device has no use with it", c.From)
+	}
 	return nil
 }
 
-// Run measures (or reads the report) and prints the advice.
+// Run measures (or reads the report) and prints the advice. Interrupted
+// while measuring, it prints no advice: advice from a partial measurement
+// would lack the rows its rules compare.
 func (c *adviseCmd) Run(g *globals) error {
 	var r *measure.Report
 	if c.From != "" {
@@ -44,16 +59,23 @@ func (c *adviseCmd) Run(g *globals) error {
 			return err
 		}
 	} else {
-		plan := measure.QuickPlan()
+		plan := quickPlan()
 		if c.Full {
 			plan = measure.DefaultPlan()
+		}
+		if err := needGPU(c.args, "device"); err != nil {
+			return err
 		}
 		devices, err := c.Device.resolve()
 		if err != nil {
 			return err
 		}
 		plan.Devices = devices[:1]
-		if r, err = measureWithProgress(g, plan, c.Progress); err != nil {
+		r, err = measureWithProgress(g, plan, c.Progress)
+		if g.ctx.Err() != nil {
+			return errors.New("advise: interrupted while measuring: no advice")
+		}
+		if err != nil {
 			return fmt.Errorf("advise: measuring: %w", err)
 		}
 	}
@@ -64,9 +86,14 @@ func (c *adviseCmd) Run(g *globals) error {
 	if c.JSON {
 		return advise.WriteJSON(g.stdout, a)
 	}
-	fmt.Fprintf(g.stdout, "Advice for %s, measured %s (%s)\n\n", machineLine(r.Machine), r.Date.Format("2006-01-02 15:04 MST"), r.Command)
+	fmt.Fprintf(g.stdout, "Advice for %s, measured %s\n", machineLine(r.Machine), r.Date.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(g.stdout, "(%s)\n\n", r.Command)
 	return advise.Write(g.stdout, a)
 }
+
+// quickPlan is the plan advise measures without --full; a variable so that
+// the tests can measure less.
+var quickPlan = measure.QuickPlan
 
 // readReport reads a `pinpool bench --json` report from path ("-": stdin).
 func readReport(path string) (*measure.Report, error) {
@@ -84,7 +111,12 @@ func readReport(path string) (*measure.Report, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("--from %s: not a 'pinpool bench --json' report: %w", path, err)
 	}
-	if r.Date.IsZero() && len(r.Transfers)+len(r.Allocs)+len(r.Pool) == 0 {
+	if off := dec.InputOffset(); dec.More() {
+		return nil, fmt.Errorf("--from %s: more than one report: something follows the report at byte %d", path, off)
+	} else if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("--from %s: something that is not JSON follows the report at byte %d", path, off)
+	}
+	if r.Empty() {
 		return nil, fmt.Errorf("--from %s: the report holds no measurement", path)
 	}
 	return &r, nil

@@ -104,10 +104,21 @@ func TestAdviseFrom(t *testing.T) {
 }
 
 // TestAdviseMeasures runs the short measurement: without a GPU it says so in
-// one line and advises on the host side.
+// one line and advises on the host side. It measures a smaller plan than
+// measure.QuickPlan (9 s under -race) unless PINPOOL_SOAK is set.
 func TestAdviseMeasures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures for about a second")
+	}
+	if os.Getenv("PINPOOL_SOAK") == "" {
+		defer func(q func() measure.Plan) { quickPlan = q }(quickPlan)
+		quickPlan = func() measure.Plan {
+			p := measure.QuickPlan()
+			p.Sizes, p.AllocSizes, p.CopySizes = []int64{4 << 10, 1 << 20}, []int64{64 << 10, 1 << 20}, []int64{1 << 20}
+			p.CopyThreads, p.PoolGoroutines, p.PoolTime = []int{1, 2}, []int{1, 2}, 20*time.Millisecond
+			p.MinTime, p.RotateBytes = time.Millisecond, 4<<20
+			return p
+		}
 	}
 	out, errOut, code := runCLI(t, "advise", "--json")
 	if code != 0 {

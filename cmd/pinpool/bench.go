@@ -3,14 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/alecthomas/kong"
-	"github.com/pinpool/pinpool/internal/units"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/pinpool/pinpool/internal/measure"
 	"github.com/pinpool/pinpool/internal/report"
 	"github.com/schollz/progressbar/v3"
@@ -26,30 +25,30 @@ type benchCmd struct {
 	args    []string // the command line, to tell a flag given from its default (set by Validate)
 	devices []int    // --device resolved (set by Validate)
 
-	Sizes      []byteSize `sep:"," placeholder:"SIZE,..." help:"Transfer sizes (default: 4KiB to --max-size in steps of 4×)."`
+	Sizes      []byteSize `sep:"," placeholder:"SIZE" help:"Transfer sizes (default: 4KiB to --max-size in steps of 4×)."`
 	MaxSize    byteSize   `default:"1GiB" help:"Largest transfer of the default sizes."`
-	Kinds      []string   `sep:"," placeholder:"KIND,..." help:"Memory kinds: pageable, pinned, write-combined, registered, mapped, staged, batch (default: all; batch needs a CUDA 12.8 driver)."`
-	Directions []string   `sep:"," placeholder:"DIR,..." help:"Directions: H2D, D2H, both (default: all)."`
+	Kinds      []string   `sep:"," placeholder:"KIND" help:"Memory kinds: pageable, pinned, write-combined, registered, mapped, staged, batch (default: all; batch needs a CUDA 12.8 driver). Giving it without a GPU is an error."`
+	Directions []string   `sep:"," placeholder:"DIR" help:"Directions: H2D, D2H, both (default: all)."`
 
 	Repeats     int           `default:"10" help:"Fewest timed transfers per row; rows repeat until --min-time too (the figure is the median)."`
 	MinTime     time.Duration `default:"50ms" help:"Least total time of a row's timed transfers."`
 	Warmup      int           `default:"2" help:"Untimed transfers before each row."`
 	Rotate      byteSize      `default:"512MiB" help:"Least memory a row's transfers cycle through, so small ones do not run from caches."`
-	AllocSizes  []byteSize    `sep:"," placeholder:"SIZE,..." help:"Sizes of the allocation benchmark (default 4KiB,64KiB,1MiB,16MiB,256MiB)."`
+	AllocSizes  []byteSize    `sep:"," placeholder:"SIZE" help:"Sizes of the allocation benchmark (default 4KiB,64KiB,1MiB,16MiB,256MiB)."`
 	AllocCalls  int           `default:"10" help:"Calls per allocation size (a third of it, at least 3, from 64MiB)."`
-	Goroutines  []int         `sep:"," placeholder:"N,..." help:"Goroutine counts of the pool benchmark (default 1,2,4,... up to the CPUs)."`
+	Goroutines  []int         `sep:"," placeholder:"N" help:"Goroutine counts of the pool benchmark (default 1,2,4,... up to the CPUs)."`
 	PoolSize    byteSize      `default:"64KiB" help:"Buffer size of the pool benchmark."`
 	PoolTime    time.Duration `default:"200ms" help:"Run time of each pool benchmark point."`
 	NoTransfers bool          `help:"Skip the transfer benchmark."`
 	NoAlloc     bool          `help:"Skip the allocation benchmark."`
 	NoPool      bool          `help:"Skip the pool benchmark."`
-	Device      deviceFlag    `default:"0" placeholder:"N|N,M|all" help:"Devices to measure: a number, a list, or all (CUDA_VISIBLE_DEVICES chooses which the driver shows); with several, each alone and then the pinned and staged transfers on all at once."`
-	CopySizes   []byteSize    `sep:"," placeholder:"SIZE,..." help:"Sizes of the host memory copy benchmark, the ceiling of staging (default 64KiB,1MiB,16MiB,256MiB); its goroutines are --goroutines."`
+	Device      deviceFlag    `default:"0" placeholder:"N|N,M|all" help:"Devices to measure: a number, a list, or all (CUDA_VISIBLE_DEVICES chooses which the driver shows); with several, each alone and then the pinned and staged transfers on all at once. Giving it without a GPU is an error."`
+	CopySizes   []byteSize    `sep:"," placeholder:"SIZE" help:"Sizes of the host memory copy benchmark, the ceiling of staging (default 64KiB,1MiB,16MiB,256MiB); its goroutines are --goroutines."`
 	NoHostCopy  bool          `help:"Skip the host memory copy benchmark."`
-	FileSize    byteSize      `name:"file-size" placeholder:"SIZE" help:"Also move a temporary file of SIZE (in --file-dir) to the GPU and back, warm and cold, beside os.ReadFile plus the driver's copy."`
+	FileSize    byteSize      `name:"file-size" placeholder:"SIZE" help:"Also move a temporary file of SIZE (in --file-dir) to the GPU and back, warm and cold, beside os.ReadFile plus the driver's copy. Giving it without a GPU is an error."`
 	FileDir     string        `name:"file-dir" placeholder:"DIR" help:"Where the --file-size file is made (default: the temporary directory; use the disk your data is on)."`
 
-	JSON     bool   `xor:"format" help:"Print the report as JSON."`
+	JSON     bool   `short:"j" xor:"format" help:"Print the report as JSON."`
 	CSV      bool   `xor:"format" help:"Print the report as CSV (one header, a row per measurement)."`
 	GoBench  bool   `name:"gobench" xor:"format" help:"Print the Go benchmark format (for benchstat)."`
 	Plot     string `placeholder:"FILE" help:"Also draw bandwidth against size for every kind into FILE (.png or .svg)."`
@@ -58,30 +57,30 @@ type benchCmd struct {
 }
 
 // Validate checks the flags before anything is measured; kong reports
-// its error as a usage error. Sizes are checked and reported in the units
-// they are given in, contradictions are refused, and the --plot file is
-// opened, so that a bad path does not throw a measurement away.
+// its error as a usage error. Every value is checked against its range and
+// refused in one shape (flagError: the flag, the value as typed, what it
+// wants, in the user's units), contradictions are refused, and the --plot
+// file is opened, so that a bad path does not throw a measurement away.
 func (c *benchCmd) Validate(kctx *kong.Context) error {
 	c.args = kctx.Args
+	a := flagValues(c.args)
 	c.Progress = strings.ToLower(c.Progress)
-	switch c.Progress {
-	case "auto", "always", "never":
-	default:
-		return fmt.Errorf("--progress %s: want auto, always or never", c.Progress)
+	if err := a.checkEnum("progress", c.Progress, "auto", "always", "never"); err != nil {
+		return err
 	}
 	for i, k := range c.Kinds {
 		kind, err := measure.ParseKind(strings.ToLower(k))
 		if err != nil {
-			return fmt.Errorf("--kinds %s: want one of %s", k, joinKinds())
+			return &flagError{Flag: "kinds", Value: a.value("kinds", i, k), Want: "one of " + joinKinds()}
 		}
 		c.Kinds[i] = string(kind)
 	}
-	for _, d := range c.Directions {
+	for i, d := range c.Directions {
 		if _, err := measure.ParseDirection(strings.ToLower(d)); err != nil {
-			return fmt.Errorf("--directions %s: want H2D, D2H or both", d)
+			return &flagError{Flag: "directions", Value: a.value("directions", i, d), Want: "H2D, D2H or both"}
 		}
 	}
-	if err := c.checkSizes(); err != nil {
+	if err := c.checkValues(a); err != nil {
 		return err
 	}
 	if err := c.checkContradictions(); err != nil {
@@ -91,7 +90,7 @@ func (c *benchCmd) Validate(kctx *kong.Context) error {
 		switch strings.ToLower(filepath.Ext(c.Plot)) {
 		case ".png", ".svg":
 		default:
-			return fmt.Errorf("--plot %s: want a .png or .svg file", c.Plot)
+			return &flagError{Flag: "plot", Value: c.Plot, Want: "a .png or .svg file"}
 		}
 		if err := checkWritable(c.Plot); err != nil {
 			return err
@@ -106,38 +105,36 @@ func (c *benchCmd) Validate(kctx *kong.Context) error {
 	return err
 }
 
-// checkSizes checks every size flag against its range, in the units people
-// read.
-func (c *benchCmd) checkSizes() error {
-	inRange := func(flag string, v byteSize, lo, hi int64) error {
-		if int64(v) < lo || int64(v) > hi {
-			return fmt.Errorf("--%s %s: want %s .. %s", flag, units.Size(int64(v)), units.Size(lo), units.Size(hi))
-		}
-		return nil
-	}
-	if err := inRange("max-size", c.MaxSize, 1, measure.MaxTransferSize); err != nil {
-		return err
-	}
-	for _, list := range []struct {
-		flag   string
-		values []byteSize
-		hi     int64
-	}{{"sizes", c.Sizes, measure.MaxTransferSize}, {"alloc-sizes", c.AllocSizes, measure.MaxTransferSize}, {"copy-sizes", c.CopySizes, 4 << 30}} {
-		for _, v := range list.values {
-			if err := inRange(list.flag, v, 1, list.hi); err != nil {
-				return err
-			}
+// checkValues checks every numeric flag against its range.
+func (c *benchCmd) checkValues(a flagValues) error {
+	const maxTransfer = measure.MaxTransferSize
+	for _, err := range []error{
+		a.checkSizes("max-size", []byteSize{c.MaxSize}, 1, maxTransfer),
+		a.checkSizes("sizes", c.Sizes, 1, maxTransfer),
+		a.checkSizes("alloc-sizes", c.AllocSizes, 1, maxTransfer),
+		a.checkSizes("copy-sizes", c.CopySizes, 1, 4<<30),
+		a.checkSizes("pool-size", []byteSize{c.PoolSize}, 1, 1<<30),
+		a.checkSizes("rotate", []byteSize{c.Rotate}, 1, maxTransfer),
+		a.checkInt("repeats", c.Repeats, 1, maxFlagInt),
+		a.checkInt("warmup", c.Warmup, 0, maxFlagInt),
+		a.checkInt("alloc-calls", c.AllocCalls, 1, maxFlagInt),
+		a.checkInts("goroutines", c.Goroutines, 1, 1<<16),
+		a.checkDuration("min-time", c.MinTime, 0, false),
+		a.checkDuration("pool-time", c.PoolTime, 0, true),
+	} {
+		if err != nil {
+			return err
 		}
 	}
 	if c.FileSize != 0 {
-		if err := inRange("file-size", c.FileSize, 1, measure.MaxTransferSize); err != nil {
+		if err := a.checkSizes("file-size", []byteSize{c.FileSize}, 1, maxTransfer); err != nil {
 			return err
 		}
 	}
 	if c.FileDir != "" && c.FileSize == 0 {
-		return fmt.Errorf("--file-dir %s: it is where the --file-size file goes; give --file-size too", c.FileDir)
+		return &flagError{Flag: "file-dir", Value: c.FileDir, Want: "--file-size too: it is where the --file-size file goes"}
 	}
-	return inRange("pool-size", c.PoolSize, 1, 1<<30)
+	return nil
 }
 
 // checkContradictions refuses flags that cannot go together.
@@ -178,7 +175,7 @@ func flagsGiven(args []string) map[string]bool {
 func checkWritable(path string) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".pinpool-plot-*")
 	if err != nil {
-		return fmt.Errorf("--plot %s: cannot write there: %w", path, errors.Unwrap(err))
+		return &flagError{Flag: "plot", Value: path, Want: fmt.Sprintf("a file in a folder this user can write (%v)", errors.Unwrap(err))}
 	}
 	f.Close()
 	return os.Remove(f.Name())
@@ -240,7 +237,10 @@ func toInt64(s []byteSize) []int64 {
 }
 
 // Run measures and prints. Interrupting it (Ctrl-C) stops after the row in
-// progress and prints what was measured; the tool then exits 130.
+// progress and prints what was measured, marked partial; the tool then
+// exits 130. A run that measured nothing of what was asked fails: --device
+// or --kinds without a GPU (before measuring), a run whose every section
+// was skipped, and --plot with nothing to draw.
 func (c *benchCmd) Run(g *globals) error {
 	var r *measure.Report
 	var err error
@@ -249,10 +249,23 @@ func (c *benchCmd) Run(g *globals) error {
 			return err
 		}
 	} else {
+		flags := []string{"device", "file-size"}
+		if !c.NoTransfers {
+			flags = append(flags, "kinds")
+		}
+		if err := needGPU(c.args, flags...); err != nil {
+			return err
+		}
 		r, err = measureWithProgress(g, c.plan(), c.Progress)
 	}
 	if r == nil {
 		return err
+	}
+	switch {
+	case r.Empty() && err != nil:
+		return err // stopped before anything was measured: nothing to print
+	case r.Empty():
+		return fmt.Errorf("bench measured nothing of what was asked: %s", strings.Join(r.Skipped, "; "))
 	}
 	if r.IsNoGPU() && (c.JSON || c.CSV || c.GoBench) {
 		// The table says it in its gpu line; other formats get it here, once.
@@ -261,10 +274,13 @@ func (c *benchCmd) Run(g *globals) error {
 	if werr := c.write(g.stdout, r); werr != nil {
 		return errors.Join(err, werr)
 	}
+	g.partial = r.Partial
 	if c.Plot != "" {
 		switch perr := report.Plot(c.Plot, r); {
+		case errors.Is(perr, report.ErrNothingToPlot) && err == nil:
+			return fmt.Errorf("--plot %s: nothing that can be plotted was measured (transfers, allocations, "+
+				"pool or host copies); the file was not written", c.Plot)
 		case errors.Is(perr, report.ErrNothingToPlot):
-			fmt.Fprintf(g.stderr, "plot: nothing was measured, %s not written\n", c.Plot)
 		case perr != nil:
 			return errors.Join(err, perr)
 		default:

@@ -101,10 +101,12 @@ func TestBenchGoBench(t *testing.T) {
 	out, _ := benchCLI(t, "--gobench")
 	rd := benchfmt.NewReader(strings.NewReader(out), "bench.txt")
 	var pool, alloc int
+	lines := map[string]int{} // per benchmark: a line per run, for benchstat
 	for rd.Scan() {
 		switch rec := rd.Result().(type) {
 		case *benchfmt.Result:
 			name := string(rec.Name)
+			lines[name]++
 			switch {
 			case strings.HasPrefix(name, "Pool/"):
 				pool++
@@ -121,6 +123,12 @@ func TestBenchGoBench(t *testing.T) {
 	if err := rd.Err(); err != nil {
 		t.Fatal(err)
 	}
+	for name, n := range lines {
+		// --alloc-calls 2: two runs of one call each; the pool: one per point.
+		if strings.HasPrefix(name, "Alloc/") && n != 2 || strings.HasPrefix(name, "HostCopy/") && n < 2 {
+			t.Errorf("%s: %d lines, want one per run", name, n)
+		}
+	}
 	if pool != 4 || alloc == 0 {
 		t.Errorf("%d pool and %d allocation results:\n%s", pool, alloc, out)
 	}
@@ -130,6 +138,7 @@ func TestBenchGoBench(t *testing.T) {
 // shows the allocation costs and the pools, which the README's main
 // command promises on any machine).
 func TestBenchPlot(t *testing.T) {
+	t.Parallel() // rasterising the PNG is slow under -race: overlap it
 	path := filepath.Join(t.TempDir(), "bw.png")
 	_, errOut := benchCLI(t, "--plot", path)
 	f, err := os.ReadFile(path)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -50,7 +49,8 @@ var byteUnits = map[string]int64{
 	"t": 1 << 40, "tib": 1 << 40, "tb": 1e12,
 }
 
-var errByteSyntax = errors.New(`want a byte count such as 3110400, 64KiB, 3MiB, 1.5GiB or 2GB`)
+// byteSyntax is what a size flag wants.
+const byteSyntax = "a byte count such as 3110400, 64KiB, 3MiB, 1.5GiB or 2GB"
 
 // parseBytes parses a byte count: digits with an optional fraction, then
 // an optional unit (case-insensitive, optionally after spaces): B; KiB, MiB,
@@ -69,18 +69,18 @@ func parseBytes(s string) (int64, error) {
 	mult, ok := byteUnits[unit]
 	intPart, frac, hasDot := strings.Cut(num, ".")
 	if !ok || num == "" || strings.Contains(frac, ".") || intPart == "" && frac == "" || hasDot && frac == "" {
-		return 0, fmt.Errorf("bad size %q: %w", in, errByteSyntax)
+		return 0, badValue(in, byteSyntax)
 	}
 	var n int64
 	for _, c := range intPart {
 		d := int64(c - '0')
 		if n > (math.MaxInt64-d)/10 {
-			return 0, fmt.Errorf("size %q is too large", in)
+			return 0, badValue(in, "a size below 8 EiB")
 		}
 		n = n*10 + d
 	}
 	if n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("size %q is too large", in)
+		return 0, badValue(in, "a size below 8 EiB")
 	}
 	n *= mult
 	// The fraction: digits / 10^k of mult, exact in integers while it fits
@@ -96,11 +96,11 @@ func parseBytes(s string) (int64, error) {
 	}
 	if fnum > 0 {
 		if mult == 1 {
-			return 0, fmt.Errorf("bad size %q: a fraction of a byte", in)
+			return 0, badValue(in, "whole bytes (a fraction needs a unit, as in 1.5KiB)")
 		}
 		add := mulDiv(fnum, mult, fden)
 		if n > math.MaxInt64-add {
-			return 0, fmt.Errorf("size %q is too large", in)
+			return 0, badValue(in, "a size below 8 EiB")
 		}
 		n += add
 	}

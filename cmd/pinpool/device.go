@@ -27,11 +27,11 @@ func (d *deviceFlag) UnmarshalText(text []byte) error {
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 0 {
-			return fmt.Errorf("%q: want a device number from 0, a list of them, or all", f)
+			return badValue(string(text), "a device number from 0, a list of them, or all")
 		}
 		for _, m := range list {
 			if m == n {
-				return fmt.Errorf("device %d twice", n)
+				return badValue(string(text), fmt.Sprintf("each device once (%d is given twice)", n))
 			}
 		}
 		list = append(list, n)
@@ -79,8 +79,30 @@ func (d deviceFlag) resolve() ([]int, error) {
 	}
 	for _, o := range d.ordinals() {
 		if o >= n {
-			return nil, fmt.Errorf("--device %d: the driver shows %d device(s), 0 .. %d (CUDA_VISIBLE_DEVICES chooses which)", o, n, n-1)
+			return nil, &flagError{Flag: "device", Value: strconv.Itoa(o),
+				Want: fmt.Sprintf("0 .. %d: the driver shows %d device(s) (CUDA_VISIBLE_DEVICES chooses which)", n-1, n)}
 		}
 	}
 	return d.ordinals(), nil
+}
+
+// needGPU returns an error when one of flags, which ask for GPU work, was
+// given on the command line args and there is no GPU: without the flag the
+// command measures the host side and says so, but with it the user asked
+// for what cannot be measured here, and a run that measures nothing of
+// what was asked must fail.
+func needGPU(args []string, flags ...string) error {
+	given := flagsGiven(args)
+	for _, f := range flags {
+		if !given[f] {
+			continue
+		}
+		noGPU, err := probeGPU()
+		if err != nil || noGPU == "" {
+			return err
+		}
+		v := strings.Join(flagValues(args).typed(f), ",")
+		return fmt.Errorf("--%s %s: needs a GPU, and there is none: %s", f, v, noGPU)
+	}
+	return nil
 }

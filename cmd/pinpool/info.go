@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/pinpool/pinpool/internal/units"
@@ -14,7 +15,7 @@ import (
 
 // infoCmd is `pinpool info`.
 type infoCmd struct {
-	JSON bool `help:"Print JSON instead of text."`
+	JSON bool `short:"j" help:"Print JSON instead of text."`
 }
 
 // infoReport is what `pinpool info` reports; it is also the --json schema.
@@ -105,10 +106,13 @@ func gatherInfo() (*infoReport, error) {
 	return r, nil
 }
 
+// writeText prints the report as aligned text, every line within
+// textwrap.Width characters.
 func (r *infoReport) writeText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	if r.Driver == nil {
-		fmt.Fprintf(tw, "no GPU: %s; pinpool uses its host backend (mlocked memory)\n", r.NoGPU)
+		fmt.Fprintf(tw, "gpu:\tnone: %s; pinpool uses its host backend (mlocked memory)\n", r.NoGPU)
 	} else {
 		release := r.Driver.Release
 		if release == "" {
@@ -136,9 +140,16 @@ func (r *infoReport) writeText(w io.Writer) error {
 	h := r.Host
 	fmt.Fprintf(tw, "host memory:\ttotal %s, available %s, locked system-wide (Mlocked) %s\n", units.Limit(h.Total), units.Limit(h.Available), units.Limit(h.Mlocked))
 	fmt.Fprintf(tw, "RLIMIT_MEMLOCK:\tsoft %s, hard %s%s\n", units.Limit(h.MemlockSoft), units.Limit(h.MemlockHard), lockLimitNote(h))
+	if !h.CapIPCLock && h.MemlockSoft != math.MaxUint64 {
+		fmt.Fprintf(tw, "raise it with:\t%s\n", hostmem.LockLimitHint())
+	}
 	fmt.Fprintf(tw, "this process locked:\t%s\n", units.Limit(h.ProcLocked))
 	fmt.Fprintf(tw, "cgroup:\t%s\n", cgroupLine(h.Cgroup, h.CgroupError))
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, wrapAligned(b.String()))
+	return err
 }
 
 // cgroupLine describes the cgroup's memory limit for info and monitor,
@@ -153,8 +164,8 @@ func cgroupLine(cg *hostmem.CgroupMemory, readErr string) string {
 	return cg.String() + "; pinned memory counts against it (pools stop growing short of it)"
 }
 
-// lockLimitNote says whether RLIMIT_MEMLOCK bounds the host backend here,
-// and if so the one command that lifts it.
+// lockLimitNote says whether RLIMIT_MEMLOCK bounds the host backend here
+// (the line after it says how to raise it).
 func lockLimitNote(h hostInfo) string {
 	switch {
 	case h.CapIPCLock:
@@ -162,5 +173,5 @@ func lockLimitNote(h hostInfo) string {
 	case h.MemlockSoft == math.MaxUint64:
 		return ""
 	}
-	return "; without a GPU the pool locks at most this; raise it with " + hostmem.RaiseLockLimitHint
+	return "; without a GPU the pool locks at most this"
 }

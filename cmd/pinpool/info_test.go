@@ -29,7 +29,7 @@ func TestInfoText(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "no GPU:") != (cuda.Load() != nil) {
+	if strings.Contains(out, "gpu:                  none:") != (cuda.Load() != nil) {
 		t.Errorf("no-GPU line does not match the driver state (%v):\n%s", cuda.Load(), out)
 	}
 }
@@ -83,7 +83,7 @@ func TestInfoWithoutDriver(t *testing.T) {
 	if err != nil {
 		t.Fatalf("info without a driver failed: %v\n%s", err, out)
 	}
-	if n := strings.Count(string(out), "no GPU:"); n != 1 {
+	if n := strings.Count(string(out), "gpu:                  none:"); n != 1 {
 		t.Fatalf("want one no-GPU line, got %d:\n%s", n, out)
 	}
 	if !strings.Contains(string(out), "host backend") || !strings.Contains(string(out), "host memory:") {

@@ -3,27 +3,47 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 )
 
 // TestInterrupt: one rule for every command on Ctrl-C (SIGINT, SIGTERM):
-// stop the work, print what was measured, exit 130. Before, bench printed
-// and exited 1, and stress printed nothing and exited 130.
+// stop the work, print what was measured, marked partial, and exit 130;
+// when nothing was measured, print nothing and say so. Before, bench
+// printed and exited 1, stress printed nothing (or, stopped in its
+// warm-up, a row of zeros), advise said "what was measured is above" above
+// nothing, --json had no field saying the results were partial, and bench
+// --copy-sizes 1GiB took 7 s to stop (its setup did not look at the
+// signal).
 func TestInterrupt(t *testing.T) {
 	tests := []struct {
-		name  string
-		args  []string
-		after time.Duration
-		want  string // in stdout: something measured
+		name    string
+		args    []string
+		after   time.Duration
+		want    string // in stdout: something measured, marked partial; "" for nothing
+		wantErr string // in stderr
 	}{
-		{"bench", append(append([]string(nil), smallBench...), "--pool-time", "300ms", "--goroutines", "1,2,2,1"), 150 * time.Millisecond, "date:"},
-		{"stress", []string{"stress", "--iterations", "100000", "--sleep-scale", "1", "--compare-seed"}, 150 * time.Millisecond, "pinpool"},
-		{"monitor", []string{"monitor", "--interval", "40ms", "--json"}, 150 * time.Millisecond, "{"},
+		{"bench", append(append([]string(nil), smallBench...), "--pool-time", "300ms", "--goroutines", "1,2,2,1"),
+			150 * time.Millisecond, "partial: the run stopped early", "the results above are partial"},
+		{"bench json", append(append([]string(nil), smallBench...), "--pool-time", "300ms", "--goroutines", "1,2,2,1", "--json"),
+			150 * time.Millisecond, `"partial": true`, "the results above are partial"},
+		{"bench host-copy setup", []string{"bench", "--no-transfers", "--no-alloc", "--no-pool", "--copy-sizes", "1GiB,1GiB"},
+			300 * time.Millisecond, "", "interrupted before anything was measured"},
+		{"stress", []string{"stress", "--iterations", "100000", "--sleep-scale", "1", "--warmup", "0", "--compare-seed"},
+			150 * time.Millisecond, "partial: interrupted", "the results above are partial"},
+		{"stress json", []string{"stress", "--iterations", "100000", "--sleep-scale", "1", "--warmup", "0", "-j"},
+			150 * time.Millisecond, `"partial": true`, "the results above are partial"},
+		{"stress in warm-up", []string{"stress", "--iterations", "100000", "--sleep-scale", "1", "--compare-seed"},
+			150 * time.Millisecond, "", "interrupted before anything was measured"},
+		{"advise", []string{"advise", "--progress", "never"},
+			150 * time.Millisecond, "", "no advice"},
+		{"monitor", []string{"monitor", "--interval", "40ms", "--json"}, 150 * time.Millisecond, "{", "interrupted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(tt.after, cancel)
 			var out, errOut bytes.Buffer
@@ -35,11 +55,20 @@ func TestInterrupt(t *testing.T) {
 			if d := time.Since(t0); d > 5*time.Second {
 				t.Errorf("took %v to stop after the interrupt", d)
 			}
-			if !strings.Contains(out.String(), tt.want) {
-				t.Errorf("printed nothing measured (want %q); stdout:\n%s", tt.want, out.String())
+			if tt.want == "" && out.Len() > 0 {
+				t.Errorf("printed results of nothing measured:\n%s", out.String())
 			}
-			if !strings.Contains(errOut.String(), "interrupted") {
-				t.Errorf("stderr does not say it was interrupted:\n%s", errOut.String())
+			if !strings.Contains(out.String(), tt.want) {
+				t.Errorf("stdout lacks %q:\n%s", tt.want, out.String())
+			}
+			if !strings.Contains(errOut.String(), tt.wantErr) || strings.Contains(errOut.String(), "what was measured is above") {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantErr, errOut.String())
+			}
+			if strings.Contains(tt.want, "partial") && strings.HasPrefix(tt.want, `"`) {
+				var v struct{ Partial bool }
+				if err := json.Unmarshal(out.Bytes(), &v); err != nil || !v.Partial {
+					t.Errorf("JSON not marked partial (%v):\n%s", err, out.String())
+				}
 			}
 		})
 	}

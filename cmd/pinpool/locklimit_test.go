@@ -107,9 +107,32 @@ func toolUnderLockLimitChild(t *testing.T) {
 			t.Errorf("stress under an 8 MiB limit: %s failed %d of its gets (%s)", r.Name, r.Failures, r.FirstError)
 		}
 	}
-	if lines := strings.Count(errOut, "RLIMIT_MEMLOCK"); lines != 1 || !strings.Contains(errOut, "ulimit -l") {
+	if lines := strings.Count(errOut, "RLIMIT_MEMLOCK"); lines != 1 || !strings.Contains(errOut, "pinpool info") {
 		t.Errorf("stress should say once that it fits the limit:\n%s", errOut)
 	}
+	if !strings.HasPrefix(rep.Workload.Get, "Get with a 1m0s deadline") {
+		t.Errorf("stress without --wait under the limit: get %q, want a 1m wait for a turn", rep.Workload.Get)
+	}
+	// --wait=0s given: honoured (TryGet once a turn comes), not replaced
+	// by a minute's wait.
+	out, errOut, code = runCLI(t, "stress", "--iterations", "10", "--sleep-scale", "0", "--warmup", "0", "--wait=0s", "--json")
+	if code != 0 {
+		t.Fatalf("stress --wait=0s: exit %d\n%s\n%s", code, errOut, out)
+	}
+	rep = stressReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(rep.Workload.Get, "TryGet, at most") || !strings.Contains(errOut, "then TryGet (--wait 0s)") {
+		t.Errorf("stress --wait=0s under the limit: get %q; stderr:\n%s", rep.Workload.Get, errOut)
+	}
+	// The hard limit is 8 MiB too: info must not tell this user to run
+	// `ulimit -l unlimited`, which would fail.
+	out, _, code = runCLI(t, "info")
+	if code != 0 || strings.Contains(out, "ulimit -l unlimited") || !strings.Contains(out, "limits.conf") {
+		t.Errorf("info under a low hard limit: exit %d:\n%s", code, out)
+	}
+	checkLineLengths(t, "info under a low hard limit", out)
 
 	// Several sizes within the limit before and after the pool-hit rows,
 	// whose memory must not eat the allowance of the next rows.

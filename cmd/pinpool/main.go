@@ -7,15 +7,26 @@
 // Usage:
 //
 //	pinpool info [--json]
-//	pinpool bench [--sizes 4KiB,1MiB,... | --max-size 1GiB] [--kinds pinned,staged,...] [--directions H2D,D2H,both] [--json | --csv | --gobench] [--plot bw.png]
+//	pinpool bench [--sizes 4KiB,1MiB,... | --max-size 1GiB] [--kinds pinned,staged,...] [--directions H2D,D2H,both] [--json | --csv | --gobench] [--plot FILE.png|.svg]
 //	pinpool advise [--from bench.json | --full] [--json]
 //	pinpool stress [--goroutines 10] [--iterations 100] [--size 3110400] [--sleep-scale 1] [--warmup N] [--reserve] [--budget BYTES] [--wait D] [--[no-]exact] [--compare-raw] [--compare-seed] [--metrics-addr HOST:PORT] [--json]
 //	pinpool monitor [--interval 1s] [--once | --count N] [--pid PID] [--warn-below 3%] [--json]
 //	pinpool version [--json]
 //	pinpool --version
 //
-// Exit status: 0 on success, 1 on failure, 2 on a usage error. No GPU is not
-// a failure: the tool says so in one line and reports the host side.
+// Install it with
+//
+//	go install github.com/pinpool/pinpool/cmd/pinpool@latest
+//
+// "pinpool help COMMAND" is "pinpool COMMAND --help"; -h is --help and -j
+// is --json.
+//
+// Exit status (see exitStatusHelp): 0 when the command measured or showed
+// what was asked, 1 on a failure (including a run that measured nothing of
+// what was asked), 2 on a usage error, 130 when interrupted (Ctrl-C,
+// SIGTERM; partial results are printed and marked partial). No GPU is not
+// a failure for a command that was not asked for one: the tool says so in
+// one line and reports the host side.
 package main
 
 import (
@@ -25,10 +36,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
+	"github.com/pinpool/pinpool/internal/textwrap"
 )
 
 // cli is the command line: one field per subcommand, each in its own file.
@@ -50,7 +61,16 @@ type globals struct {
 	ctx            context.Context
 	stdout, stderr io.Writer
 	args           []string // the command line after the program name
+	// partial is set by a command that printed results before an
+	// interrupt stopped it, so that the last line says they are partial.
+	partial bool
 }
+
+// exitStatusHelp is the part of `pinpool --help` that documents the exit
+// status.
+const exitStatusHelp = `Exit status: 0 the command measured (or showed) what was asked; 1 failure, ` +
+	`including a run that measured nothing of what was asked; 2 usage error; ` +
+	`130 interrupted (Ctrl-C or SIGTERM: what was measured is printed, marked partial).`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -75,9 +95,11 @@ func runContext(ictx context.Context, args []string, stdout, stderr io.Writer) i
 	exit := -1
 	parser, err := kong.New(&c,
 		kong.Name("pinpool"),
-		kong.Description("Pinned host memory for CUDA: inspect, measure, advise."),
-		kong.UsageOnError(),
+		kong.Description("Pinned host memory for CUDA: inspect, measure, advise. "+
+			"'pinpool help COMMAND' shows a command's flags.\n\n"+exitStatusHelp),
 		kong.Writers(stdout, stderr),
+		// Help wraps to the terminal, never wider than the tool's lines.
+		kong.ConfigureHelp(kong.HelpOptions{WrapUpperBound: textwrap.Width}),
 		kong.Exit(func(code int) { exit = code }),
 		kong.Vars{"version": currentVersion().String()},
 	)
@@ -85,27 +107,26 @@ func runContext(ictx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "pinpool:", err)
 		return 1
 	}
-	if f, v, ok := negativeValue(args); ok {
-		fmt.Fprintf(stderr, "pinpool: %s %s: want a positive value\n", f, v)
-		return 2
-	}
-	ctx, err := parser.Parse(args)
+	ctx, err := parser.Parse(normalizeArgs(args))
 	if exit >= 0 { // --help, --version
 		return exit
 	}
 	if err != nil {
-		var pe *kong.ParseError
-		if errors.As(err, &pe) {
-			fmt.Fprintln(stderr, "pinpool:", err)
-			_ = pe.Context.PrintUsage(true)
-			return 2
-		}
-		fmt.Fprintln(stderr, "pinpool:", err)
+		fmt.Fprintln(stderr, "pinpool:", usageMessage(err))
+		printUsageTo(stderr, err)
 		return 2
 	}
-	err = ctx.Run(&globals{ctx: ictx, stdout: stdout, stderr: stderr, args: args})
+	g := &globals{ctx: ictx, stdout: stdout, stderr: stderr, args: args}
+	err = ctx.Run(g)
 	if ictx.Err() != nil {
-		fmt.Fprintln(stderr, "pinpool: interrupted; what was measured is above")
+		if err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintln(stderr, "pinpool:", err)
+		}
+		if g.partial {
+			fmt.Fprintln(stderr, "pinpool: interrupted; the results above are partial")
+		} else {
+			fmt.Fprintln(stderr, "pinpool: interrupted before anything was measured")
+		}
 		return exitInterrupted
 	}
 	if err != nil {
@@ -113,17 +134,4 @@ func runContext(ictx context.Context, args []string, stdout, stderr io.Writer) i
 		return 1
 	}
 	return 0
-}
-
-// negativeValue finds a long flag followed by a negative number
-// ("--sizes -4KiB"), which the flag parser would read as a short flag and
-// report in its own terms.
-func negativeValue(args []string) (flag, value string, ok bool) {
-	for i := 0; i+1 < len(args); i++ {
-		a, v := args[i], args[i+1]
-		if strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && len(v) > 1 && v[0] == '-' && (v[1] >= '0' && v[1] <= '9' || v[1] == '.') {
-			return a, v, true
-		}
-	}
-	return "", "", false
 }

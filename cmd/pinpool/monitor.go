@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pinpool/pinpool/internal/units"
 	"io"
 	"io/fs"
 	"math"
@@ -17,8 +16,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/hostmem"
+	"github.com/pinpool/pinpool/internal/textwrap"
+	"github.com/pinpool/pinpool/internal/units"
 )
 
 // monitorCmd is `pinpool monitor`: locked and pinned memory over time.
@@ -40,22 +42,25 @@ type monitorCmd struct {
 	Count     int           `default:"0" help:"Stop after this many samples; 0: run until interrupted."`
 	PID       int           `name:"pid" placeholder:"PID" help:"Also show this process's locked (VmLck) and pinned (VmPin) memory, and its RLIMIT_MEMLOCK."`
 	WarnBelow string        `default:"3%" placeholder:"BYTES|N%" help:"Floor for MemAvailable, in bytes (64MiB, 2GiB) or percent of MemTotal; the default, 3%, is the pool's guard (pinpool.Options.MinAvailable). A WARNING is printed when MemAvailable is below twice the floor; 0 turns warnings off."`
-	JSON      bool          `help:"Print one JSON object per sample, one per line."`
+	JSON      bool          `short:"j" help:"Print one JSON object per sample, one per line."`
 
 	cgroup *hostmem.CgroupReader // this process's cgroup, opened once by Run; nil: none to read
 }
 
 // Validate checks the flags; kong reports its error as a usage error.
-func (c *monitorCmd) Validate() error {
-	switch {
-	case c.Interval <= 0:
-		return fmt.Errorf("--interval %v: want a positive duration", c.Interval)
-	case c.Count < 0:
-		return fmt.Errorf("--count %d: want 0 or more", c.Count)
-	case c.Once && c.Count > 1:
+func (c *monitorCmd) Validate(kctx *kong.Context) error {
+	a := flagValues(kctx.Args)
+	for _, err := range []error{
+		a.checkDuration("interval", c.Interval, 0, true),
+		a.checkInt("count", c.Count, 0, maxFlagInt),
+		a.checkInt("pid", c.PID, 0, maxFlagInt),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if c.Once && c.Count > 1 {
 		return fmt.Errorf("--once and --count %d contradict each other", c.Count)
-	case c.PID < 0:
-		return fmt.Errorf("--pid %d: want a process id", c.PID)
 	}
 	_, _, err := parseFloor(c.WarnBelow)
 	return err
@@ -67,13 +72,13 @@ func parseFloor(s string) (bytes int64, percent float64, err error) {
 	if p, ok := strings.CutSuffix(strings.TrimSpace(s), "%"); ok {
 		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 		if err != nil || v < 0 || v > 100 || math.IsNaN(v) {
-			return 0, 0, fmt.Errorf("--warn-below %q: want a percentage from 0%% to 100%%", s)
+			return 0, 0, &flagError{Flag: "warn-below", Value: s, Want: "a percentage from 0% to 100%, or a byte count such as 64MiB"}
 		}
 		return 0, v, nil
 	}
 	n, err := parseBytes(s)
 	if err != nil {
-		return 0, 0, fmt.Errorf("--warn-below: %w", err)
+		return 0, 0, &flagError{Flag: "warn-below", Value: s, Want: "a percentage from 0% to 100%, or a byte count such as 64MiB"}
 	}
 	return n, 0, nil
 }
@@ -147,7 +152,9 @@ func (c *monitorCmd) Run(g *globals) error {
 	} else {
 		fmt.Fprintf(g.stderr, "cgroup memory limit not shown: %v\n", err)
 	}
-	return c.loop(g.ctx, g.stdout, gpus, floorBytes, floorPercent, !c.JSON && isTerminal(g.stdout))
+	err = c.loop(g.ctx, g.stdout, gpus, floorBytes, floorPercent, !c.JSON && isTerminal(g.stdout))
+	g.partial = g.ctx.Err() != nil // the samples printed before the interrupt
+	return err
 }
 
 // loop samples and prints until the count is reached: in place (redrawing
@@ -306,11 +313,13 @@ func (s *monitorSample) line() string {
 	if cg := s.Cgroup; cg != nil && cg.Limit > 0 {
 		fmt.Fprintf(&b, "; cgroup %s %s, headroom %s", cg.LimitFile, units.Size(cg.Limit), units.Size(cg.Headroom()))
 	}
-	b.WriteByte('\n')
+	// A sample with a process, several GPUs and a cgroup is longer than a
+	// line may be: it continues on lines indented under the time.
+	line := textwrap.Wrap(b.String(), textwrap.Width, "                        ") + "\n"
 	if s.Warning != "" {
-		b.WriteString("WARNING: " + s.Warning + "\n")
+		line += textwrap.Wrap("WARNING: "+s.Warning, textwrap.Width, "         ") + "\n"
 	}
-	return b.String()
+	return line
 }
 
 // writeBlock writes the sample as a small table, for a terminal.

@@ -85,9 +85,12 @@ func TestMonitorPIDSelf(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
-	if !strings.Contains(out, fmt.Sprintf("pid %d (", pid)) || !strings.Contains(out, "VmLck ") || !strings.Contains(out, "VmPin ") {
+	// A long sample continues on indented lines: read it as one.
+	flat := strings.Join(strings.Fields(out), " ")
+	if !strings.Contains(flat, fmt.Sprintf("pid %d (", pid)) || !strings.Contains(flat, "VmLck ") || !strings.Contains(flat, "VmPin ") {
 		t.Fatalf("output:\n%s", out)
 	}
+	checkLineLengths(t, "monitor --once --pid", out)
 
 	out, errOut, code = runCLI(t, "monitor", "--once", "--json", "--pid", fmt.Sprint(pid))
 	if code != 0 {

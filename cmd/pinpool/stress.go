@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pinpool/pinpool/cudahost"
-	"github.com/pinpool/pinpool/internal/units"
 	"io"
 	"math"
 	"net"
@@ -16,10 +14,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
+	"github.com/pinpool/pinpool/cudahost"
 	"github.com/pinpool/pinpool/hostmem"
 	"github.com/pinpool/pinpool/internal/seedpool"
+	"github.com/pinpool/pinpool/internal/textwrap"
+	"github.com/pinpool/pinpool/internal/units"
 	"github.com/pinpool/pinpool/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -41,6 +43,7 @@ import (
 type stressCmd struct {
 	holds int             // frames held at most at once, to fit RLIMIT_MEMLOCK; 0: no bound (set by Run)
 	ctx   context.Context // ends on an interrupt (set by Run)
+	args  []string        // the command line, to tell a flag given from its default (set by Validate)
 
 	Goroutines  int           `default:"10" help:"Goroutines, each getting and releasing a buffer in a loop (the seed test's threads)."`
 	Iterations  int           `default:"100" help:"Measured iterations per goroutine."`
@@ -54,38 +57,44 @@ type stressCmd struct {
 	CompareRaw  bool          `help:"Also run the workload with a raw allocation and free per iteration: cuMemHostAlloc+cuMemFreeHost with a GPU, mmap+mlock (hostmem.Alloc+Unmap) without."`
 	CompareSeed bool          `help:"Also run the workload on the seed pool's design (one mutex, grow by 4, keep 32) over the same backend."`
 	MetricsAddr string        `placeholder:"HOST:PORT" help:"Serve the pool's Prometheus metrics at http://HOST:PORT/metrics while the command runs (port 0 picks one; the address is printed on stderr)."`
-	JSON        bool          `help:"Print JSON instead of a table."`
-	Device      int           `default:"0" help:"CUDA device whose pinned memory the pool and the contenders use."`
+	JSON        bool          `short:"j" help:"Print JSON instead of a table."`
+	Device      int           `default:"0" help:"CUDA device whose pinned memory the pool and the contenders use (giving it without a GPU is an error)."`
 }
 
 // Validate checks the flags; kong reports its error as a usage error.
-// Sizes are reported in the units people read, and a workload that could
-// never run (a frame larger than the machine's memory or than --budget)
-// is refused before anything is allocated.
-func (c *stressCmd) Validate() error {
+// Values are refused in one shape (flagError), sizes in the units people
+// read, and a workload that could never run (a frame larger than the
+// machine's memory or than --budget) is refused before anything is
+// allocated.
+func (c *stressCmd) Validate(kctx *kong.Context) error {
+	c.args = kctx.Args
+	a := flagValues(kctx.Args)
 	frame := c.frameBytes()
 	if mi, err := hostmem.ReadMemInfo(); err == nil && c.Size > 0 && uint64(c.Size) > mi.Total {
-		return fmt.Errorf("--size %s: more than this machine's memory (%s)", units.Size(int64(c.Size)), units.Size(int64(mi.Total)))
+		return &flagError{Flag: "size", Value: a.value("size", 0, c.Size.String()),
+			Want: fmt.Sprintf("at most this machine's memory (%s)", units.Size(int64(mi.Total)))}
 	}
 	if c.Budget > 0 && int64(c.Budget) < frame {
-		return fmt.Errorf("--budget %s: smaller than one buffer of --size %s (%s once rounded to pages): no get could succeed",
-			units.Size(int64(c.Budget)), units.Size(int64(c.Size)), units.Size(frame))
+		return &flagError{Flag: "budget", Value: a.value("budget", 0, c.Budget.String()),
+			Want: fmt.Sprintf("0 (none) or at least one buffer of --size %s (%s once rounded to pages)",
+				a.value("size", 0, c.Size.String()), units.Size(frame))}
 	}
-	switch {
-	case c.Device < 0:
-		return fmt.Errorf("--device %d: want a device number from 0", c.Device)
-	case c.Goroutines < 1 || c.Goroutines > 1<<16:
-		return fmt.Errorf("--goroutines %d: want 1 .. 65536", c.Goroutines)
-	case c.Iterations < 1:
-		return fmt.Errorf("--iterations %d: want at least 1", c.Iterations)
-	case c.Warmup < -1:
-		return fmt.Errorf("--warmup %d: want -1 (as many as --iterations), 0 (none) or more", c.Warmup)
-	case c.Size < 1 || int64(c.Size) > pinpool.MaxSize || int64(c.Size) > math.MaxInt:
-		return fmt.Errorf("--size %s: want 1 B .. %s", units.Size(int64(c.Size)), units.Size(pinpool.MaxSize))
-	case c.SleepScale < 0 || math.IsNaN(c.SleepScale) || math.IsInf(c.SleepScale, 0):
-		return fmt.Errorf("--sleep-scale %v: want a finite number >= 0", c.SleepScale)
-	case c.Wait < 0:
-		return fmt.Errorf("--wait %v: want 0 or more", c.Wait)
+	maxSize := min(int64(pinpool.MaxSize), int64(math.MaxInt))
+	for _, err := range []error{
+		a.checkInt("device", c.Device, 0, maxFlagInt),
+		a.checkInt("goroutines", c.Goroutines, 1, 1<<16),
+		a.checkInt("iterations", c.Iterations, 1, maxFlagInt),
+		a.checkInt("warmup", c.Warmup, -1, maxFlagInt),
+		a.checkSizes("size", []byteSize{c.Size}, 1, maxSize),
+		a.checkSizes("budget", []byteSize{c.Budget}, 0, maxSize),
+		a.checkDuration("wait", c.Wait, 0, false),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if c.SleepScale < 0 || math.IsNaN(c.SleepScale) || math.IsInf(c.SleepScale, 0) {
+		return &flagError{Flag: "sleep-scale", Value: a.value("sleep-scale", 0, fmt.Sprint(c.SleepScale)), Want: "a finite number, 0 or more"}
 	}
 	return nil
 }
@@ -93,6 +102,9 @@ func (c *stressCmd) Validate() error {
 // stressReport is what `pinpool stress` reports; it is also the --json
 // schema.
 type stressReport struct {
+	// Partial is true when an interrupt stopped the run: Results holds
+	// the contenders that measured something before it.
+	Partial  bool           `json:"partial,omitempty"`
 	Workload stressWorkload `json:"workload"`
 	Backend  string         `json:"backend"`          // pinpool's backend
 	NoGPU    string         `json:"no_gpu,omitempty"` // why there is no GPU, when there is none
@@ -143,6 +155,9 @@ func (c *stressCmd) Run(g *globals) error {
 	c.ctx = g.ctx
 	if c.ctx == nil {
 		c.ctx = context.Background()
+	}
+	if err := needGPU(c.args, "device"); err != nil {
+		return err
 	}
 	noGPU, err := probeGPU()
 	if err != nil {
@@ -203,17 +218,24 @@ func (c *stressCmd) Run(g *globals) error {
 		fmt.Fprintf(g.stderr, "metrics: serving %s\n", url)
 	}
 
-	rep.Results = append(rep.Results, c.runPool(p))
+	rep.add(c.ctx, c.runPool(p))
 	p.Close() // its memory goes back before the next contender runs
 	if c.CompareSeed && c.ctx.Err() == nil {
-		rep.Results = append(rep.Results, c.runSeed(backend))
+		rep.add(c.ctx, c.runSeed(backend))
 	}
 	if c.CompareRaw && c.ctx.Err() == nil {
 		r, err := c.runRaw(noGPU == "")
 		if err != nil {
 			return err
 		}
-		rep.Results = append(rep.Results, r)
+		rep.add(c.ctx, r)
+	}
+	if c.ctx.Err() != nil {
+		rep.Partial = true
+		if len(rep.Results) == 0 {
+			return nil // interrupted before any contender measured: nothing to print
+		}
+		g.partial = true
 	}
 
 	if c.JSON {
@@ -226,6 +248,15 @@ func (c *stressCmd) Run(g *globals) error {
 		return err
 	}
 	return rep.failure()
+}
+
+// add appends a contender's result, unless an interrupt (ctx done) stopped
+// it before its measured pass did anything: a row of zeros is no result.
+func (r *stressReport) add(ctx context.Context, res stressResult) {
+	if ctx.Err() != nil && res.Ops == 0 {
+		return
+	}
+	r.Results = append(r.Results, res)
 }
 
 // workload returns the seed workload with the command's figures, for the
@@ -336,7 +367,7 @@ func (c *stressCmd) runRaw(gpu bool) (stressResult, error) {
 			return func() error { live.Add(-int64(size)); return m.Free() }, nil
 		}
 	} else {
-		r.Memory = "hostmem.Alloc+Unmap (mmap+mlock)"
+		r.Memory = "mmap+mlock+munmap"
 		get = func(size int) (func() error, error) {
 			calls.Add(1)
 			m, err := hostmem.Alloc(size, hostmem.Options{})
@@ -385,13 +416,24 @@ func (r *stressReport) writeText(w io.Writer) error {
 	if wl.Reserved > 0 {
 		reserved = fmt.Sprintf(", %d buffers reserved", wl.Reserved)
 	}
-	fmt.Fprintf(w, "stress: %d goroutines × %d iterations of %d bytes (%s), sleep scale %g, warm-up %d iterations; pinpool: %s, %s, %s%s\n",
-		wl.Goroutines, wl.Iterations, wl.Size, units.Limit(uint64(wl.Size)), wl.SleepScale, wl.Warmup, classes, budget, wl.Get, reserved)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "contender\tmemory\tops/s\tp50\tp99\tmax\thits\tmisses\theld\tpeak\tdriver allocs\tfailures")
+	fmt.Fprintf(w, "stress: %d goroutines × %d iterations of %s (%d bytes), sleep scale %g, warm-up %d iterations\n",
+		wl.Goroutines, wl.Iterations, units.Limit(uint64(wl.Size)), wl.Size, wl.SleepScale, wl.Warmup)
+	fmt.Fprintln(w, textwrap.Wrap(fmt.Sprintf("pinpool: %s, %s, %s%s", classes, budget, wl.Get, reserved), textwrap.Width, "  "))
+	if r.Partial {
+		fmt.Fprintln(w, "partial: interrupted; the rows below are the contenders that ran before it")
+	}
+	// The memory each contender uses, on a line of its own: backend names
+	// are long, and as a column they pushed the table past 120 characters.
+	var mem []string
 	for _, res := range r.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n",
-			res.Name, res.Memory, res.OpsPerSecond,
+		mem = append(mem, res.Name+" on "+res.Memory)
+	}
+	fmt.Fprintln(w, textwrap.Wrap("memory: "+strings.Join(mem, "; "), textwrap.Width, "  "))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "contender\tops/s\tp50\tp99\tmax\thits\tmisses\theld\tpeak\tallocs\tfailures")
+	for _, res := range r.Results {
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n",
+			res.Name, res.OpsPerSecond,
 			formatNs(res.P50Ns), formatNs(res.P99Ns), formatNs(res.MaxNs),
 			optCount(res.Hits), optCount(res.Misses),
 			units.Limit(uint64(max(0, res.BytesHeld))), units.Limit(uint64(max(0, res.PeakBytesHeld))),
@@ -478,11 +520,17 @@ func (c *stressCmd) fitLockLimit(g *globals, p *pinpool.Pool) {
 		return
 	}
 	c.holds = int(max(1, limit/frame))
-	if c.Wait == 0 {
+	wait := "the others wait their turn"
+	switch {
+	case c.Wait == 0 && !flagsGiven(c.args)["wait"]:
 		c.Wait = time.Minute
+		wait = "the others wait up to 1m for their turn (--wait)"
+	case c.Wait == 0:
+		wait = "the others wait their turn, then TryGet (--wait 0s)"
 	}
-	fmt.Fprintf(g.stderr, "stress: RLIMIT_MEMLOCK lets this process lock %s, %d of the %d goroutines' frames at once: the others wait their turn (raise it with %s)\n",
-		units.Size(limit), c.holds, c.Goroutines, hostmem.RaiseLockLimitHint)
+	fmt.Fprintf(g.stderr, "stress: RLIMIT_MEMLOCK (%s) holds %d of the %d goroutines' frames at once: %s\n",
+		units.Size(limit), c.holds, c.Goroutines, wait)
+	fmt.Fprintln(g.stderr, "stress: `pinpool info` says how to raise the limit")
 }
 
 // holdAtMost lets at most n results of get be held (not yet released) at

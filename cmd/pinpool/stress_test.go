@@ -50,7 +50,7 @@ func TestStressText(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
 	checkBackendLine(t, errOut)
-	for _, want := range []string{"4 goroutines × 20 iterations of 3145728 bytes", "ops/s", "p50", "p99", "max", "hits", "misses", "held", "peak", "driver allocs"} {
+	for _, want := range []string{"4 goroutines × 20 iterations of 3 MiB (3145728 bytes)", "ops/s", "p50", "p99", "max", "hits", "misses", "held", "peak", "allocs"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -58,8 +58,8 @@ func TestStressText(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^pinpool\s+\S+`).MatchString(out) {
 		t.Errorf("no pinpool row:\n%s", out)
 	}
-	if n := strings.Count(out, "\n"); n != 3 { // workload, header, one contender
-		t.Errorf("%d lines, want 3:\n%s", n, out)
+	if n := strings.Count(out, "\n"); n != 5 { // workload (two lines), memory, header, one contender
+		t.Errorf("%d lines, want 5:\n%s", n, out)
 	}
 }
 
@@ -104,7 +104,7 @@ func TestStressJSONAllContenders(t *testing.T) {
 	}
 	if want := "cuMemHostAlloc"; cuda.Load() == nil && !strings.HasPrefix(raw.Memory, want) {
 		t.Errorf("raw memory %q with a GPU", raw.Memory)
-	} else if cuda.Load() != nil && !strings.HasPrefix(raw.Memory, "hostmem.Alloc") {
+	} else if cuda.Load() != nil && raw.Memory != "mmap+mlock+munmap" {
 		t.Errorf("raw memory %q without a GPU", raw.Memory)
 	}
 }
@@ -126,7 +126,7 @@ func TestStressBudgetBelowFrame(t *testing.T) {
 	for _, extra := range [][]string{nil, {"--wait", "10s"}} {
 		args := append([]string{"stress", "--budget", "1MiB", "--iterations", "5"}, extra...)
 		out, errOut, code := runCLI(t, args...)
-		if code != 2 || strings.Contains(out, "contender") || !strings.Contains(errOut, "--budget 1 MiB: smaller than one buffer of --size") {
+		if code != 2 || strings.Contains(out, "contender") || !strings.Contains(errOut, "--budget 1MiB: want 0 (none) or at least one buffer of --size 3110400 (2.97 MiB") {
 			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s", args, code, out, errOut)
 		}
 	}

@@ -19,20 +19,20 @@ func TestUsageErrorsSpeakTheUsersUnits(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"bench", "--max-size", "0"}, "--max-size 0 B: want 1 B .. 16 GiB"},
-		{[]string{"bench", "--sizes", "20GiB"}, "--sizes 20 GiB: want 1 B .. 16 GiB"},
-		{[]string{"bench", "--sizes", "-4KiB"}, "--sizes -4KiB: want a positive value"},
-		{[]string{"bench", "--alloc-sizes", "32GiB"}, "--alloc-sizes 32 GiB: want 1 B .. 16 GiB"},
-		{[]string{"bench", "--pool-size", "2GiB"}, "--pool-size 2 GiB: want 1 B .. 1 GiB"},
+		{[]string{"bench", "--max-size", "0"}, "--max-size 0: want 1 B .. 16 GiB"},
+		{[]string{"bench", "--sizes", "20GiB"}, "--sizes 20GiB: want 1 B .. 16 GiB"},
+		{[]string{"bench", "--sizes", "-4KiB"}, "--sizes -4KiB: want a byte count such as 3110400"},
+		{[]string{"bench", "--alloc-sizes", "32GiB"}, "--alloc-sizes 32GiB: want 1 B .. 16 GiB"},
+		{[]string{"bench", "--pool-size", "2GiB"}, "--pool-size 2GiB: want 1 B .. 1 GiB"},
 		{[]string{"bench", "--no-transfers", "--no-alloc", "--no-pool", "--no-host-copy"}, "leave nothing to measure"},
 		{[]string{"bench", "--sizes", "4KiB", "--max-size", "1MiB"}, "--sizes and --max-size both choose"},
 		{[]string{"bench", "--from", "saved.json", "--sizes", "4KiB"}, "--from saved.json renders a saved report and measures nothing: --sizes"},
-		{[]string{"bench", "--plot", missing}, "--plot " + missing + ": cannot write there"},
+		{[]string{"bench", "--plot", missing}, "--plot " + missing + ": want a file in a folder this user can write"},
 		{[]string{"bench", "--kinds", "paged"}, "--kinds paged: want one of pageable, pinned"},
 		{[]string{"bench", "--kinds", "batched"}, "mapped, staged, batch"},
 		{[]string{"bench", "--progress", "sometimes"}, "--progress sometimes: want auto, always or never"},
-		{[]string{"stress", "--size", "64TiB"}, "--size 64 TiB: more than this machine's memory"},
-		{[]string{"stress", "--budget", "1MiB"}, "--budget 1 MiB: smaller than one buffer"},
+		{[]string{"stress", "--size", "64TiB"}, "--size 64TiB: want at most this machine's memory"},
+		{[]string{"stress", "--budget", "1MiB"}, "--budget 1MiB: want 0 (none) or at least one buffer"},
 	}
 	for _, tt := range tests {
 		out, errOut, code := runCLI(t, tt.args...)

@@ -10,7 +10,7 @@ import (
 
 // versionCmd is `pinpool version`.
 type versionCmd struct {
-	JSON bool `help:"Print JSON instead of one line."`
+	JSON bool `short:"j" help:"Print JSON instead of one line."`
 }
 
 func (c *versionCmd) Run(g *globals) error {

@@ -39,10 +39,11 @@ func optionsRule(c *choices) Advice {
 			Advice:   "No option values to recommend: keep the zero Options.",
 			Evidence: "not measured: none of the allocation, write-combined, mapped and direct-below rules had data"}
 	}
-	ev := "from the " + strings.Join(c.sources, ", ") + " lines"
+	ev := "Based on the " + strings.Join(c.sources, ", ") + " lines above"
 	if c.method == "register" {
 		ev += "; HugePages: true is what pinpool.DefaultBackend pairs with Register, not a figure of this run"
 	}
+	ev += "."
 	return Advice{Topic: TopicOptions, Measured: true,
 		Advice:   "Configure " + strings.Join(parts, "; ") + ".",
 		Evidence: ev}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pinpool/pinpool/internal/textwrap"
 )
 
 // notMeasured marks the advice column of a line whose data was missing.
@@ -14,7 +16,8 @@ const notMeasured = "[not measured] "
 
 // Write prints advice as aligned text: the topic in a column as wide as the
 // longest topic, the advice beside it, and the evidence on the next line,
-// indented under the advice. Lines whose data was missing are marked
+// indented under the advice; lines longer than textwrap.Width continue,
+// indented, on the next. Lines whose data was missing are marked
 // "[not measured]".
 func Write(w io.Writer, advice []Advice) error {
 	width := 0
@@ -24,16 +27,14 @@ func Write(w io.Writer, advice []Advice) error {
 	indent := strings.Repeat(" ", width+2)
 	var b bytes.Buffer
 	for _, a := range advice {
-		b.WriteString(a.Topic)
-		b.WriteString(strings.Repeat(" ", width+2-utf8.RuneCountInString(a.Topic)))
+		line := a.Topic + strings.Repeat(" ", width+2-utf8.RuneCountInString(a.Topic))
 		if !a.Measured {
-			b.WriteString(notMeasured)
+			line += notMeasured
 		}
-		b.WriteString(oneLine(a.Advice))
+		b.WriteString(textwrap.Wrap(line+oneLine(a.Advice), textwrap.Width, indent))
 		b.WriteByte('\n')
 		if a.Evidence != "" {
-			b.WriteString(indent)
-			b.WriteString(oneLine(a.Evidence))
+			b.WriteString(textwrap.Wrap(indent+oneLine(a.Evidence), textwrap.Width, indent))
 			b.WriteByte('\n')
 		}
 	}

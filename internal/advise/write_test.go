@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/pinpool/pinpool/internal/textwrap"
 )
 
 func TestWrite(t *testing.T) {
@@ -37,17 +40,21 @@ func TestWriteAdviseAligned(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	if len(lines) != 2*len(adv) {
-		t.Fatalf("%d lines for %d advice lines:\n%s", len(lines), len(adv), b.String())
-	}
 	col := len(TopicPinned) + 2 // the longest topic
+	topics := 0
 	for i, l := range lines {
 		if len(l) <= col || l[col-1] != ' ' || l[col] == ' ' {
 			t.Errorf("line %d not aligned at column %d: %q", i, col, l)
 		}
-		if i%2 == 1 && strings.TrimLeft(l[:col], " ") != "" {
-			t.Errorf("evidence line %d not indented: %q", i, l)
+		if l[0] != ' ' {
+			topics++
 		}
+		if n := utf8.RuneCountInString(l); n > textwrap.Width {
+			t.Errorf("line %d has %d characters, more than %d: %q", i, n, textwrap.Width, l)
+		}
+	}
+	if topics != len(adv) {
+		t.Fatalf("%d topic lines for %d advice lines:\n%s", topics, len(adv), b.String())
 	}
 }
 

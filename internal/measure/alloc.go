@@ -23,7 +23,7 @@ func (p Plan) allocRepeats(size int64) int {
 // allocRow makes the row of op at size from its samples.
 func allocRow(op string, size int64, s samples) Alloc {
 	med, lo, hi := s.summary()
-	return Alloc{Op: op, Size: size, Repeats: len(s), Median: med, Min: lo, Max: hi}
+	return Alloc{Op: op, Size: size, Repeats: len(s), Median: med, Min: lo, Max: hi, Runs: s.runs()}
 }
 
 // timed runs f and returns how long it took.

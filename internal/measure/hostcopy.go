@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/pinpool/pinpool/internal/units"
 )
 
 // minCopyPart is the smallest part one goroutine copies: below it, the
@@ -17,10 +19,9 @@ const minCopyPart = 64 << 10
 func hostCopies(ctx context.Context, p Plan, r *Report, prog *progress) error {
 	for _, size := range p.CopySizes {
 		src, dst := make([]byte, size), make([]byte, size)
-		for i := range src {
-			src[i] = byte(i)
+		if err := prepareCopy(ctx, src, dst); err != nil {
+			return err
 		}
-		clear(dst) // touch every page before timing
 		done := map[int]bool{}
 		for _, want := range p.CopyThreads {
 			if err := ctx.Err(); err != nil {
@@ -28,7 +29,7 @@ func hostCopies(ctx context.Context, p Plan, r *Report, prog *progress) error {
 			}
 			threads := int(max(1, min(int64(want), size/minCopyPart)))
 			if done[threads] {
-				prog.step("host copy %d bytes: %d goroutines as %d", size, want, threads)
+				prog.step("host copy %s: %d goroutines as %d", units.Size(size), want, threads)
 				continue
 			}
 			done[threads] = true
@@ -37,8 +38,36 @@ func hostCopies(ctx context.Context, p Plan, r *Report, prog *progress) error {
 				return err
 			}
 			r.HostCopies = append(r.HostCopies, row)
-			prog.step("host copy %d bytes, %d goroutines", size, threads)
+			prog.step("host copy %s, %d goroutines", units.Size(size), threads)
 		}
+	}
+	return nil
+}
+
+// setupChunk is how much of a host copy's buffers is prepared between two
+// looks at ctx: setting up 1 GiB takes seconds, and an interrupt must not
+// wait for it.
+const setupChunk = 16 << 20
+
+// prepareCopy fills src with a pattern (byte i is i mod 256) and touches
+// every page of dst, before timing, in parts of setupChunk, returning
+// ctx's error as soon as ctx is done.
+func prepareCopy(ctx context.Context, src, dst []byte) error {
+	for i := range min(256, len(src)) {
+		src[i] = byte(i)
+	}
+	// Doubling copies of the pattern: fast, and 256 divides every offset.
+	for n := min(256, len(src)); n < len(src); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n += copy(src[n:], src[:min(n, setupChunk)])
+	}
+	for lo := 0; lo < len(dst); lo += setupChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		clear(dst[lo:min(lo+setupChunk, len(dst))])
 	}
 	return nil
 }
@@ -67,5 +96,5 @@ func hostCopyRow(ctx context.Context, p Plan, src, dst []byte, threads int) (Hos
 		return HostCopy{}, fmt.Errorf("measure: host copy of %d bytes with %d goroutines: the copy is wrong", size, threads)
 	}
 	med, lo, hi := s.summary()
-	return HostCopy{Size: size, Threads: threads, Repeats: len(s), Median: med, Min: lo, Max: hi, GBps: gbps(size, med)}, nil
+	return HostCopy{Size: size, Threads: threads, Repeats: len(s), Median: med, Min: lo, Max: hi, GBps: gbps(size, med), Runs: s.runs()}, nil
 }

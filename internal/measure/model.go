@@ -109,6 +109,11 @@ type Transfer struct {
 	// every measured device at once (Size bytes on each; the rate is the
 	// sum over the devices).
 	Device int `json:"device"`
+	// Runs are the repeats in up to MaxRuns consecutive batches, for the
+	// Go benchmark format (a line per run); absent in reports saved before
+	// it was recorded.
+	Runs []RepeatRun `json:"runs,omitempty"`
+
 	// Timer is how the transfers were timed: "cuda-events" (events
 	// recorded on the stream around the copy) or "wall" (the host clock
 	// around a call that returns when the bytes are in place: pageable and
@@ -157,6 +162,7 @@ type Alloc struct {
 	Median  time.Duration `json:"median_ns"`
 	Min     time.Duration `json:"min_ns"`
 	Max     time.Duration `json:"max_ns"`
+	Runs    []RepeatRun   `json:"runs,omitempty"` // as Transfer.Runs
 }
 
 // Pool implementations compared by the pool benchmark.
@@ -219,6 +225,7 @@ type HostCopy struct {
 	Min     time.Duration `json:"min_ns"`
 	Max     time.Duration `json:"max_ns"`
 	GBps    float64       `json:"gigabytes_per_second"` // 10^9 bytes per second, at the median
+	Runs    []RepeatRun   `json:"runs,omitempty"`       // as Transfer.Runs
 }
 
 type Machine struct {
@@ -260,6 +267,14 @@ type Report struct {
 	// Skipped says, one line each, what was not measured and why ("mapped:
 	// the device cannot map host memory").
 	Skipped []string `json:"skipped,omitempty"`
+	// Partial is true when the run stopped early (interrupted, or a
+	// device failed): the rows are those measured before it stopped.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// Empty reports whether r holds no measurement at all.
+func (r *Report) Empty() bool {
+	return len(r.Transfers)+len(r.Allocs)+len(r.Pool)+len(r.HostCopies)+len(r.Files) == 0
 }
 
 // IsNoGPU reports whether r was measured without a GPU.

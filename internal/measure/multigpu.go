@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/pinpool/pinpool/internal/units"
 )
 
 // allKinds are the kinds measured on every device at once: pinned and
@@ -56,7 +58,7 @@ func allAtOnce(ctx context.Context, gpus []*gpu, r *Report, prog *progress) erro
 					} else {
 						r.Transfers = append(r.Transfers, t)
 					}
-					prog.step("transfer %s %s %d bytes on %d devices at once", k, d, size, len(gpus))
+					prog.step("transfer %s %s %s on %d devices at once", k, d, units.Size(size), len(gpus))
 				}
 			}
 		}

@@ -3,13 +3,13 @@ package measure
 import (
 	"context"
 	"fmt"
-	"github.com/pinpool/pinpool/internal/units"
 	"strings"
 	"time"
 
 	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/hostmem"
+	"github.com/pinpool/pinpool/internal/units"
 )
 
 // Run measures what plan asks for on device 0, or, without a CUDA driver
@@ -18,8 +18,18 @@ import (
 // that fails (a kind's memory cannot be had, a copy fails) becomes a
 // Skipped line too; Run returns an error only for an invalid plan, a
 // cancelled ctx (with the report so far), or a driver that is present but
-// unusable. command is recorded in the report.
+// unusable. command is recorded in the report. A report returned with an
+// error is marked Partial.
 func Run(ctx context.Context, plan Plan, command string) (*Report, error) {
+	r, err := run(ctx, plan, command)
+	if r != nil && err != nil {
+		r.Partial = true
+	}
+	return r, err
+}
+
+// run is Run without the Partial mark.
+func run(ctx context.Context, plan Plan, command string) (*Report, error) {
 	p, err := plan.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -162,7 +172,7 @@ func (g *gpu) transfers(ctx context.Context, r *Report, prog *progress) error {
 				} else {
 					r.Transfers = append(r.Transfers, t)
 				}
-				prog.step("transfer %s %s %d bytes", k, d, size)
+				prog.step("transfer %s %s %s", k, d, units.Size(size))
 			}
 		}
 		if err := m.free(); err != nil {
@@ -193,8 +203,8 @@ func allocations(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress)
 	allowance := pool.Stats().LockLimit
 	defer func() {
 		if len(overLimit) > 0 {
-			r.Skipped = append(r.Skipped, fmt.Sprintf("allocation %s: above RLIMIT_MEMLOCK (%s); raise it with %s",
-				strings.Join(overLimit, ", "), units.Size(allowance), hostmem.RaiseLockLimitHint))
+			r.Skipped = append(r.Skipped, fmt.Sprintf("allocation %s: above RLIMIT_MEMLOCK (%s); `pinpool info` says how to raise it",
+				strings.Join(overLimit, ", "), units.Size(allowance)))
 		}
 	}()
 	for _, size := range p.AllocSizes {
@@ -203,7 +213,7 @@ func allocations(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress)
 		}
 		if allowance > 0 && size > allowance {
 			overLimit = append(overLimit, units.Size(size))
-			prog.step("allocation %d bytes skipped (RLIMIT_MEMLOCK)", size)
+			prog.step("allocation %s skipped (RLIMIT_MEMLOCK)", units.Size(size))
 			continue
 		}
 		var rows []Alloc
@@ -225,7 +235,7 @@ func allocations(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress)
 		// The pool-hit row's memory goes back before the next size: under
 		// RLIMIT_MEMLOCK it would hold the allowance the next rows measure.
 		pool.Trim()
-		prog.step("allocation %d bytes", size)
+		prog.step("allocation %s", units.Size(size))
 	}
 	return nil
 }

@@ -288,6 +288,33 @@ func TestRunBatch(t *testing.T) {
 	}
 }
 
+// TestPrepareCopy: the host copy's setup writes the pattern everywhere and
+// stops at once when ctx is done (it took 7 s for 1 GiB before it looked).
+func TestPrepareCopy(t *testing.T) {
+	src, dst := make([]byte, 3<<20+77), make([]byte, 3<<20+77)
+	for i := range dst {
+		dst[i] = 1
+	}
+	if err := prepareCopy(context.Background(), src, dst); err != nil {
+		t.Fatal(err)
+	}
+	for i := range src {
+		if src[i] != byte(i) || dst[i] != 0 {
+			t.Fatalf("byte %d: src %d dst %d", i, src[i], dst[i])
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	big := make([]byte, 1<<30) // not touched: the setup must not get to it
+	t0 := time.Now()
+	if err := prepareCopy(ctx, big, big); !errors.Is(err, context.Canceled) {
+		t.Fatalf("prepareCopy with a done ctx = %v", err)
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("took %v with a done ctx", d)
+	}
+}
+
 // TestFilesNeedAGPU checks that the file benchmark says it was skipped
 // without a GPU, and measures the rows with one.
 func TestFilesNeedAGPU(t *testing.T) {

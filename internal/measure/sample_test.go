@@ -75,3 +75,37 @@ func FuzzRotor(f *testing.F) {
 		}
 	})
 }
+
+// TestSamplesRuns: the repeats split into at most MaxRuns consecutive
+// batches, in order, none lost, sizes differing by at most one.
+func TestSamplesRuns(t *testing.T) {
+	if r := (samples{}).runs(); len(r) != 0 {
+		t.Errorf("no samples: %v", r)
+	}
+	if r := (samples{4, 8}).runs(); len(r) != 2 || r[0] != (RepeatRun{1, 4}) || r[1] != (RepeatRun{1, 8}) {
+		t.Errorf("two samples: %v", r)
+	}
+	var s samples
+	for i := range 23 {
+		s = append(s, time.Duration(i))
+	}
+	r := s.runs()
+	if len(r) != MaxRuns {
+		t.Fatalf("%d runs of 23 samples, want %d", len(r), MaxRuns)
+	}
+	n, lo := 0, 0
+	for i, run := range r {
+		if run.N != 2 && run.N != 3 {
+			t.Errorf("run %d of %d repeats", i, run.N)
+		}
+		// The mean of lo .. lo+N-1 (rounded down, as Duration division).
+		if want := time.Duration((2*lo + run.N - 1) / 2); run.Mean != want {
+			t.Errorf("run %d: mean %v, want %v", i, run.Mean, want)
+		}
+		n += run.N
+		lo += run.N
+	}
+	if n != 23 {
+		t.Errorf("%d repeats in the runs, want 23", n)
+	}
+}

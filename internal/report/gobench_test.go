@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/perf/benchfmt"
 
@@ -206,5 +207,43 @@ func TestWriteGoBenchNameParts(t *testing.T) {
 	want := []string{"Transfer/kind=odd_kind_x/dir=H2D/size=1.5KiB", "Alloc/op=none/size=1000B"}
 	if strings.Join(names, "\n") != strings.Join(want, "\n") {
 		t.Errorf("names %q, want %q", names, want)
+	}
+}
+
+// TestWriteGoBenchRuns: a row with runs has one line per run, as go test
+// -count does, so that benchstat gets a sample per run (before: one line
+// per row, "need >= 6 samples for confidence interval").
+func TestWriteGoBenchRuns(t *testing.T) {
+	r := h200Report()
+	r.Transfers = r.Transfers[:1]
+	r.Allocs, r.Pool, r.HostCopies = nil, nil, nil
+	tr := &r.Transfers[0]
+	for i := range 10 {
+		tr.Runs = append(tr.Runs, measure.RepeatRun{N: 5, Mean: tr.Median + time.Duration(i)})
+	}
+	var b bytes.Buffer
+	if err := WriteGoBench(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	rd := benchfmt.NewReader(&b, "gobench")
+	lines := 0
+	for rd.Scan() {
+		res, ok := rd.Result().(*benchfmt.Result)
+		if !ok {
+			continue
+		}
+		lines++
+		if res.Iters != 5 {
+			t.Errorf("iterations %d, want 5", res.Iters)
+		}
+		if ns, _ := res.Value("sec/op"); ns <= 0 {
+			t.Errorf("no time: %+v", res.Values)
+		}
+		if gbps, ok := res.Value("GB/s"); !ok || gbps <= 0 {
+			t.Errorf("no rate: %+v", res.Values)
+		}
+	}
+	if lines != 10 {
+		t.Errorf("%d lines for a row of 10 runs, want 10:\n%s", lines, b.String())
 	}
 }

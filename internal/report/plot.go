@@ -125,14 +125,18 @@ func Plot(path string, r *measure.Report) error {
 	// A tenth more than the legend needs in Liberation Sans: an SVG viewer
 	// without it or Arial may draw its text in a wider font.
 	var legendWidth vg.Length
+	bwCols := 0 // the panels of the widest bandwidth row
+	for _, row := range bw {
+		bwCols = max(bwCols, len(row))
+	}
 	if len(bw) > 0 {
 		legendWidth = 1.1 * max(legend.Rectangle(draw.Canvas{}).Size().X,
 			textStyle(boldFont, 12, color.Black).Width(legendTitle))
 	}
 	rowWidth := func(n int) vg.Length { return vg.Length(n)*panelWidth + vg.Length(max(n-1, 0))*panelGap }
-	width := 2*margin + max(rowWidth(len(bw))+legendGap+legendWidth, rowWidth(len(host)))
+	width := 2*margin + max(rowWidth(bwCols)+legendGap+legendWidth, rowWidth(len(host)))
 	// The title and subtitle wrap to the width of the panels and legend.
-	title, subtitle := plotTitles(r, len(bw) > 0)
+	title, subtitle := plotTitles(r, len(bw) > 0, len(bw) > 1)
 	titleStyle := textStyle(boldFont, 15, color.Black)
 	subStyle := textStyle(sansFont, 10.5, textGrey)
 	titleLines := wrap(titleStyle, title, width-2*margin)
@@ -144,10 +148,7 @@ func Plot(path string, r *measure.Report) error {
 	for _, l := range subLines {
 		titleHeight += subStyle.Height(l) + 2
 	}
-	rows := 0
-	if len(bw) > 0 {
-		rows++
-	}
+	rows := len(bw)
 	if len(host) > 0 {
 		rows++
 	}
@@ -177,17 +178,22 @@ func Plot(path string, r *measure.Report) error {
 		top -= subStyle.Height(l) + 2
 	}
 
-	// The bandwidth row, then the legend to its right, its top level with
-	// the top of the panels' data areas; then the host row.
+	// The bandwidth rows (one per device when there are several), the
+	// legend to the right of the first, its top level with the top of the
+	// panels' data areas; then the host row.
 	rowTop := margin + titleHeight
-	if len(bw) > 0 {
-		body := draw.Crop(c, margin, -(width - margin - rowWidth(len(bw))), height-rowTop-panelHeight, -rowTop)
-		tiles := draw.Tiles{Rows: 1, Cols: len(bw), PadX: panelGap}
-		for i, p := range bw {
-			p.Draw(tiles.At(body, i, 0))
+	for i, row := range bw {
+		body := draw.Crop(c, margin, -(width - margin - rowWidth(len(row))), height-rowTop-panelHeight, -rowTop)
+		tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: panelGap}
+		for j, p := range row {
+			p.Draw(tiles.At(body, j, 0))
 		}
-		dataTop := bw[0].DataCanvas(tiles.At(body, 0, 0)).Max.Y
-		lx := margin + rowWidth(len(bw)) + legendGap
+		if i > 0 {
+			rowTop += panelHeight + panelGap
+			continue
+		}
+		dataTop := row[0].DataCanvas(tiles.At(body, 0, 0)).Max.Y
+		lx := margin + rowWidth(bwCols) + legendGap
 		lc := draw.Crop(c, lx, -(width - lx - legendWidth), height-rowTop-panelHeight, -rowTop)
 		headStyle := textStyle(boldFont, 12, color.Black)
 		headStyle.XAlign = draw.XLeft
@@ -228,14 +234,17 @@ func svgFontFallback(svg []byte) []byte {
 }
 
 // plotTitles returns the image's title (the GPU and the date) and a
-// subtitle saying what the numbers are, each as the pieces a line may
-// break between.
-func plotTitles(r *measure.Report, transfers bool) (title, subtitle []string) {
+// subtitle saying what the numbers are and what was skipped, each as the
+// pieces a line may break between. transfers says whether bandwidth panels
+// are drawn, devices whether there is a row of them per device. The title
+// names no setup hint (the reason there is no GPU is in the report and the
+// table), and calls the memory pinned only where a GPU pinned it.
+func plotTitles(r *measure.Report, transfers, devices bool) (title, subtitle []string) {
 	m := r.Machine
 	gpu := m.GPU
 	switch {
 	case gpu == "" && m.NoGPU != "":
-		gpu = "no GPU (" + m.NoGPU + ")"
+		gpu = "no GPU"
 	case gpu == "":
 		gpu = "unknown GPU"
 	}
@@ -249,28 +258,44 @@ func plotTitles(r *measure.Report, transfers bool) (title, subtitle []string) {
 	if len(about) > 0 {
 		gpu += " (" + strings.Join(about, ", ") + ")"
 	}
-	title = []string{"Pinned host memory,", oneLine(gpu)}
-	if transfers {
-		title[0] = "Host-device transfer bandwidth,"
+	switch {
+	case transfers:
+		title = []string{"Host-device transfer bandwidth,", oneLine(gpu)}
+	case m.GPU != "":
+		title = []string{"Pinned host memory,", oneLine(gpu)}
+	default:
+		title = []string{"Locked host memory,", oneLine(gpu)}
 	}
 	if !r.Date.IsZero() {
 		title[1] += ","
 		title = append(title, r.Date.Format("2006-01-02 15:04 MST"))
 	}
-	subtitle = []string{"median of the repeats at each size;"}
+	subtitle = []string{"median of the repeats at each size"}
 	if transfers {
-		subtitle = append(subtitle, "1 GB/s = 10^9 bytes per second;",
+		subtitle = append(subtitle, "1 GB/s = 10^9 bytes per second",
 			`"both" runs H2D and D2H at once and sums the two directions`)
-		if g := deviceGroups(r); len(g) > 1 {
-			subtitle[len(subtitle)-1] += ";"
-			subtitle = append(subtitle, "transfers of "+g[0].name+" (the tables have every device, and all at once)")
+		if devices {
+			subtitle = append(subtitle, "a row per device, then all at once (the bytes of all, summed)")
 		}
-	} else {
-		subtitle[0] = "median of the repeats at each size"
 	}
 	if m.Hostname != "" {
-		subtitle[len(subtitle)-1] += ";"
 		subtitle = append(subtitle, "host "+oneLine(m.Hostname))
+	}
+	// What was left out, so that a size missing from a panel is explained
+	// (an allocation above RLIMIT_MEMLOCK, a kind the device lacks); the
+	// reason there is no GPU is the title's.
+	for _, sk := range r.Skipped {
+		if sk == "transfers: no GPU" {
+			continue
+		}
+		sk, _, _ = strings.Cut(oneLine(sk), ";") // the reason, without the remedy
+		subtitle = append(subtitle, "skipped: "+sk)
+	}
+	if r.Partial {
+		subtitle = append(subtitle, "partial: the run stopped early")
+	}
+	for i := range subtitle[:len(subtitle)-1] {
+		subtitle[i] += ";"
 	}
 	return title, subtitle
 }
@@ -289,23 +314,33 @@ func wrap(style text.Style, pieces []string, width vg.Length) []string {
 	return lines
 }
 
-// bandwidthPanels returns a plot per direction measured, with the same
-// axes, and the legend of the kinds drawn.
-func bandwidthPanels(r *measure.Report) ([]*plot.Plot, plot.Legend, error) {
-	// Only rows a log axis can place and a line can join.
-	// With several devices, the first device's rows are drawn; the
-	// tables carry every device and the aggregate.
-	first := deviceGroups(r)[0].rows
-	var ts []measure.Transfer
-	for _, t := range first {
-		if t.Size > 0 && t.GBps >= 0 && !math.IsInf(t.GBps, 0) && !math.IsNaN(t.GBps) {
-			ts = append(ts, t)
+// bandwidthPanels returns the bandwidth panels, a row per device (and one
+// for all devices at once) when there are several, else one row: a panel
+// per direction measured, with the same axes within a row; and the legend
+// of the kinds drawn.
+func bandwidthPanels(r *measure.Report) ([][]*plot.Plot, plot.Legend, error) {
+	groups := deviceGroups(r)
+	var valid [][]measure.Transfer
+	var names []string
+	var every []measure.Transfer
+	for _, g := range groups {
+		// Only rows a log axis can place and a line can join.
+		var ts []measure.Transfer
+		for _, t := range g.rows {
+			if t.Size > 0 && t.GBps >= 0 && !math.IsInf(t.GBps, 0) && !math.IsNaN(t.GBps) {
+				ts = append(ts, t)
+			}
+		}
+		if len(ts) > 0 {
+			valid = append(valid, ts)
+			names = append(names, g.name)
+			every = append(every, ts...)
 		}
 	}
-	if len(ts) == 0 {
+	if len(every) == 0 {
 		return nil, plot.Legend{}, errNoTransfers
 	}
-	kinds := kindsIn(ts)
+	kinds := kindsIn(every)
 	styles := map[measure.Kind]kindStyle{}
 	for i, k := range kinds {
 		s, ok := kindStyles[k]
@@ -314,6 +349,42 @@ func bandwidthPanels(r *measure.Report) ([]*plot.Plot, plot.Legend, error) {
 		}
 		styles[k] = s
 	}
+	var rows [][]*plot.Plot
+	for i, ts := range valid {
+		prefix := ""
+		switch {
+		case len(groups) > 1 && ts[0].Device == measure.AllDevices:
+			prefix = "all at once, " // the subtitle says the bytes are summed
+		case len(groups) > 1:
+			prefix = names[i] + ", "
+		}
+		row, err := directionPanels(ts, prefix, kinds, styles)
+		if err != nil {
+			return nil, plot.Legend{}, err
+		}
+		rows = append(rows, row)
+	}
+
+	legend := plot.NewLegend()
+	legend.TextStyle = textStyle(sansFont, 12, color.Black)
+	legend.TextStyle.XAlign, legend.TextStyle.YAlign = draw.XLeft, draw.YBottom
+	legend.Top, legend.Left = true, true
+	legend.ThumbnailWidth = 28
+	legend.Padding = 5
+	// The legend lists every kind drawn, in table order, with the
+	// thumbnail of its line and glyph.
+	for _, k := range kinds {
+		s := styles[k]
+		line := &plotter.Line{LineStyle: draw.LineStyle{Color: s.color, Width: vg.Points(2)}}
+		points := &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: s.color, Radius: vg.Points(3.5), Shape: s.glyph}}
+		legend.Add(string(k), line, points)
+	}
+	return rows, legend, nil
+}
+
+// directionPanels returns a panel per direction of ts (the rows of one
+// device, or of all at once), with the same axes, titled after prefix.
+func directionPanels(ts []measure.Transfer, prefix string, kinds []measure.Kind, styles map[measure.Kind]kindStyle) ([]*plot.Plot, error) {
 	sizes := sizesOf(ts)
 	xmin, xmax := float64(sizes[0])/math.Sqrt2, float64(sizes[len(sizes)-1])*math.Sqrt2
 	ymax := 0.0
@@ -323,16 +394,9 @@ func bandwidthPanels(r *measure.Report) ([]*plot.Plot, plot.Legend, error) {
 	ymax, yticks := linearTicks(ymax * 1.05)
 	xticks := sizeTicks(sizes)
 
-	legend := plot.NewLegend()
-	legend.TextStyle = textStyle(sansFont, 12, color.Black)
-	legend.TextStyle.XAlign, legend.TextStyle.YAlign = draw.XLeft, draw.YBottom
-	legend.Top, legend.Left = true, true
-	legend.ThumbnailWidth = 28
-	legend.Padding = 5
-
 	var panels []*plot.Plot
 	for _, d := range directionsIn(ts) {
-		p := newPanel(panelTitle(d), "transfer size (bytes)", "bandwidth (GB/s)")
+		p := newPanel(prefix+panelTitle(d), "transfer size (bytes)", "bandwidth (GB/s)")
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = xticks
 		p.Y.Tick.Marker = yticks
@@ -350,7 +414,7 @@ func bandwidthPanels(r *measure.Report) ([]*plot.Plot, plot.Legend, error) {
 			}
 			line, points, err := plotter.NewLinePoints(xys)
 			if err != nil {
-				return nil, plot.Legend{}, fmt.Errorf("report: plot %s %s: %w", d, k, err)
+				return nil, fmt.Errorf("report: plot %s %s: %w", d, k, err)
 			}
 			s := styles[k]
 			line.LineStyle = draw.LineStyle{Color: s.color, Width: vg.Points(2)}
@@ -362,16 +426,7 @@ func bandwidthPanels(r *measure.Report) ([]*plot.Plot, plot.Legend, error) {
 		p.Y.Min, p.Y.Max = 0, ymax
 		panels = append(panels, p)
 	}
-
-	// The legend lists every kind drawn, in table order, with the
-	// thumbnail of its line and glyph.
-	for _, k := range kinds {
-		s := styles[k]
-		line := &plotter.Line{LineStyle: draw.LineStyle{Color: s.color, Width: vg.Points(2)}}
-		points := &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: s.color, Radius: vg.Points(3.5), Shape: s.glyph}}
-		legend.Add(string(k), line, points)
-	}
-	return panels, legend, nil
+	return panels, nil
 }
 
 // panelTitle names a direction above its panel.

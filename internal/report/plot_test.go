@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -81,19 +83,39 @@ func TestPlotPNG(t *testing.T) {
 	}
 
 	// One direction: one panel, narrower by two panels and their gaps.
-	one := filepath.Join(dir, "UPPER.PNG")
+	// The layout is the same in either format: the SVG (in points) is
+	// measured, as rasterising a second PNG under the race detector takes
+	// seconds.
+	one := filepath.Join(dir, "UPPER.SVG") // an upper-case extension is accepted
 	if err := Plot(one, transfersOnly(without(h200Report(), func(t measure.Transfer) bool { return t.Dir != measure.H2D }))); err != nil {
 		t.Fatal(err)
 	}
-	img1 := decodePNG(t, one)
+	w1, h1 := svgSize(t, one)
+	w1, h1 = w1/72*plotDPI, h1/72*plotDPI // in pixels of the PNG
 	wantNarrower := float64(2*(panelWidth+panelGap)) / 72 * plotDPI
-	if d := float64(w - img1.Bounds().Dx()); d < wantNarrower-2 || d > wantNarrower+2 {
+	if d := float64(w) - w1; d < wantNarrower-2 || d > wantNarrower+2 {
 		t.Errorf("one panel is %v px narrower than three, want %v", d, wantNarrower)
 	}
 	// The same panels, under a title wrapped to more lines.
-	if h1 := img1.Bounds().Dy(); h1 <= h || float64(h1) > 7*plotDPI {
-		t.Errorf("one panel is %d px high, three %d: want a little higher", h1, h)
+	if h1 <= float64(h) || h1 > 7*plotDPI {
+		t.Errorf("one panel is %v px high, three %d: want a little higher", h1, h)
 	}
+}
+
+// svgSize returns the width and height, in points, of the SVG at path.
+func svgSize(t *testing.T, path string) (w, h float64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`<svg width="([0-9.]+)pt" height="([0-9.]+)pt"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s: no size in the svg element", path)
+	}
+	w, _ = strconv.ParseFloat(string(m[1]), 64)
+	h, _ = strconv.ParseFloat(string(m[2]), 64)
+	return w, h
 }
 
 // transfersOnly is r without its host-side rows (one row of panels).
@@ -127,12 +149,12 @@ func TestPlotHostSide(t *testing.T) {
 			t.Errorf("line %d: %d pixels of its colour, want a line's worth", i, n)
 		}
 	}
-	both := filepath.Join(dir, "both.png")
+	both := filepath.Join(dir, "both.svg") // the layout of the PNG, faster
 	if err := Plot(both, h200Report()); err != nil {
 		t.Fatal(err)
 	}
-	if h2 := decodePNG(t, both).Bounds().Dy(); float64(h2) < 2*4.4*plotDPI {
-		t.Errorf("bandwidth and host rows: %d px high, want two rows", h2)
+	if _, h2 := svgSize(t, both); h2 < 2*4.4*72 {
+		t.Errorf("bandwidth and host rows: %v pt high, want two rows", h2)
 	}
 }
 
@@ -276,5 +298,56 @@ func TestNiceCeil(t *testing.T) {
 		if top, step := niceCeil(tt.v); top != tt.top || step != tt.step {
 			t.Errorf("niceCeil(%v) = %v, %v; want %v, %v", tt.v, top, step, tt.top, tt.step)
 		}
+	}
+}
+
+// TestPlotTitles: the title names no setup hint and calls memory pinned
+// only where a GPU pinned it; sizes left out (above RLIMIT_MEMLOCK) are
+// noted; a partial run says so.
+func TestPlotTitles(t *testing.T) {
+	r := noGPUReport()
+	r.Machine.NoGPU = "libcuda.so.1 not found; set PINPOOL_LIBCUDA to its path"
+	r.Skipped = []string{"transfers: no GPU", "allocation 16 MiB, 256 MiB: above RLIMIT_MEMLOCK (8 MiB); `pinpool info` says how to raise it"}
+	r.Partial = true
+	title, sub := plotTitles(r, false, false)
+	tt, st := strings.Join(title, " "), strings.Join(sub, " ")
+	if strings.Contains(tt, "PINPOOL_LIBCUDA") || strings.Contains(tt, "Pinned") || !strings.Contains(tt, "no GPU") {
+		t.Errorf("title %q", tt)
+	}
+	if !strings.Contains(st, "skipped: allocation 16 MiB, 256 MiB: above RLIMIT_MEMLOCK (8 MiB)") ||
+		strings.Contains(st, "pinpool info") || strings.Contains(st, "transfers: no GPU") || !strings.Contains(st, "partial") {
+		t.Errorf("subtitle %q", st)
+	}
+	if title, _ := plotTitles(h200Report(), false, false); !strings.HasPrefix(title[0], "Pinned") {
+		t.Errorf("GPU title %q", title)
+	}
+}
+
+// TestPlotSeveralDevices: with several devices every device's transfers
+// are drawn, a row of panels each, and those of all at once (before, the
+// panels showed device 0 only).
+func TestPlotSeveralDevices(t *testing.T) {
+	rows, _, err := bandwidthPanels(twoDevices())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d rows of panels, want 3 (device 0, device 1, all at once)", len(rows))
+	}
+	for i, want := range []string{"device 0, ", "device 1, ", "all at once, "} {
+		if got := rows[i][0].Title.Text; !strings.HasPrefix(got, want) {
+			t.Errorf("row %d titled %q, want %q...", i, got, want)
+		}
+	}
+	one, two := filepath.Join(t.TempDir(), "one.svg"), filepath.Join(t.TempDir(), "two.svg")
+	if err := Plot(one, h200Report()); err != nil {
+		t.Fatal(err)
+	}
+	if err := Plot(two, twoDevices()); err != nil {
+		t.Fatal(err)
+	}
+	_, h1 := svgSize(t, one)
+	if _, h2 := svgSize(t, two); h2-h1 < 2*4*72 {
+		t.Errorf("two devices: %v pt high against %v for one, want two more rows", h2, h1)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pinpool/pinpool/internal/measure"
+	"github.com/pinpool/pinpool/internal/textwrap"
 )
 
 // missing is the cell of a table for something not measured.
@@ -45,8 +46,12 @@ func WriteTable(w io.Writer, r *measure.Report) error {
 	if len(r.Skipped) > 0 {
 		fmt.Fprintln(ew)
 		for _, s := range r.Skipped {
-			fmt.Fprintf(ew, "skipped: %s\n", s)
+			fmt.Fprintln(ew, textwrap.Wrap("skipped: "+oneLine(s), textwrap.Width, "         "))
 		}
+	}
+	if r.Partial {
+		fmt.Fprintln(ew)
+		fmt.Fprintln(ew, "partial: the run stopped early; the rows above are those measured before it stopped")
 	}
 	if ew.err != nil {
 		return fmt.Errorf("report: writing table: %w", ew.err)
@@ -79,7 +84,7 @@ func writeHeader(w io.Writer, r *measure.Report) {
 	}
 	fmt.Fprintf(w, "date:     %s\n", date)
 	if r.Command != "" {
-		fmt.Fprintf(w, "command:  %s\n", oneLine(r.Command))
+		fmt.Fprintln(w, textwrap.Wrap("command:  "+oneLine(r.Command), textwrap.Width, "          "))
 	}
 
 	var gpu []string
@@ -105,7 +110,7 @@ func writeHeader(w io.Writer, r *measure.Report) {
 		}
 	}
 	if len(gpu) > 0 {
-		fmt.Fprintf(w, "gpu:      %s\n", oneLine(strings.Join(gpu, ", ")))
+		fmt.Fprintln(w, textwrap.Wrap("gpu:      "+oneLine(strings.Join(gpu, ", ")), textwrap.Width, "          "))
 	}
 
 	var cpu []string
@@ -125,7 +130,7 @@ func writeHeader(w io.Writer, r *measure.Report) {
 		cpu = append(cpu, "host "+m.Hostname)
 	}
 	if len(cpu) > 0 {
-		fmt.Fprintf(w, "cpu:      %s\n", oneLine(strings.Join(cpu, ", ")))
+		fmt.Fprintln(w, textwrap.Wrap("cpu:      "+oneLine(strings.Join(cpu, ", ")), textwrap.Width, "          "))
 	}
 }
 
