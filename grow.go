@@ -153,10 +153,10 @@ type lockLimitError struct {
 func (e *lockLimitError) Error() string {
 	if e.held < 0 {
 		return fmt.Sprintf("pinpool: a %d-byte buffer needs %d bytes of locked memory, more than RLIMIT_MEMLOCK lets this process lock (%d bytes); raise it with %s",
-			e.size, e.need, e.limit, hostmem.RaiseLockLimitHint)
+			e.size, e.need, e.limit, hostmem.LockLimitHint())
 	}
 	return fmt.Sprintf("pinpool: a %d-byte buffer needs %d more bytes of locked memory, but %d of the %d bytes RLIMIT_MEMLOCK lets this process lock are in use; raise it with %s",
-		e.size, e.need, e.held, e.limit, hostmem.RaiseLockLimitHint)
+		e.size, e.need, e.held, e.limit, hostmem.LockLimitHint())
 }
 
 func (e *lockLimitError) Is(target error) bool {

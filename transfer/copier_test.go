@@ -247,10 +247,12 @@ func TestNilContext(t *testing.T) {
 	for _, n := range []int{100, 3 * testChunk, 40 * testChunk} { // direct, cooperative, chunked
 		src := randomBytes(n, uint64(n))
 		dev := e.d.alloc(n)
+		//lint:ignore SA1012 the test checks that a nil context works
 		if err := e.c.ToDevice(nil, dev, src); err != nil {
 			t.Fatalf("%d bytes: %v", n, err)
 		}
 		back := make([]byte, n)
+		//lint:ignore SA1012 the test checks that a nil context works
 		if err := e.c.FromDeviceAsync(nil, back, dev).Wait(); err != nil {
 			t.Fatalf("%d bytes: %v", n, err)
 		}
