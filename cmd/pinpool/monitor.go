@@ -311,7 +311,7 @@ func (s *monitorSample) line() string {
 		fmt.Fprintf(&b, "; GPU %d used %s of %s", g.Device, units.Limit(g.Used), units.Limit(g.Total))
 	}
 	if cg := s.Cgroup; cg != nil && cg.Limit > 0 {
-		fmt.Fprintf(&b, "; cgroup %s %s, headroom %s", cg.LimitFile, units.Size(cg.Limit), units.Size(cg.Headroom()))
+		fmt.Fprintf(&b, "; cgroup %s, headroom %s", units.Size(cg.Limit), units.Size(cg.Headroom()))
 	}
 	// A sample with a process, several GPUs and a cgroup is longer than a
 	// line may be: it continues on lines indented under the time.

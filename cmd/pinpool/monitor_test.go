@@ -18,11 +18,22 @@ import (
 	"github.com/pinpool/pinpool/hostmem"
 )
 
-// sampleLines returns the lines of out that are samples (not warnings).
+// sampleLines returns the samples of out (not warnings), each with the
+// indented lines it continues on (a sample with a GPU and a cgroup is
+// longer than a line may be) joined to it.
 func sampleLines(out string) []string {
 	var lines []string
+	warning := false
 	for l := range strings.Lines(out) {
-		if !strings.HasPrefix(l, "WARNING: ") {
+		switch {
+		case strings.HasPrefix(l, " "):
+			if !warning && len(lines) > 0 {
+				lines[len(lines)-1] = strings.TrimSuffix(lines[len(lines)-1], "\n") + " " + strings.TrimLeft(l, " ")
+			}
+		case strings.HasPrefix(l, "WARNING: "):
+			warning = true
+		default:
+			warning = false
 			lines = append(lines, l)
 		}
 	}
@@ -63,7 +74,7 @@ func TestMonitorCount(t *testing.T) {
 	if d := time.Since(t0); d < 20*time.Millisecond {
 		t.Errorf("3 samples 10ms apart took %v", d)
 	}
-	if n := strings.Count(out, "\n"); n != 3 || len(sampleLines(out)) != 3 {
+	if n := len(sampleLines(out)); n != 3 {
 		t.Fatalf("%d lines, want 3:\n%s", n, out)
 	}
 	if strings.Count(errOut, "no GPU") > 1 {

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"time"
+
+	"github.com/pinpool/pinpool/transfer"
 )
 
 // FileRun is one row of the file benchmark: one way of moving a temporary
@@ -53,9 +55,16 @@ func files(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress) error
 	}
 	defer d.Free()
 	n := p.FileSize
+	// A copier of its own, at the defaults a user gets (the staged
+	// transfers' copier, if any, stages everything).
+	c, err := transfer.New(g.pool, g.ctx, transfer.Options{})
+	if err != nil {
+		return fmt.Errorf("measure: file benchmark: %w", err)
+	}
+	defer c.Close()
 	read := map[string]func() error{
 		FileWayPinpool: func() error {
-			_, err := g.copier.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n)
+			_, err := c.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n)
 			return err
 		},
 		FileWayPlain: func() error {
@@ -74,7 +83,7 @@ func files(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress) error
 			if err != nil {
 				return err
 			}
-			_, err = g.copier.FromDeviceToFile(ctx, w, 0, d.Ptr(), n)
+			_, err = c.FromDeviceToFile(ctx, w, 0, d.Ptr(), n)
 			return errors.Join(err, w.Close())
 		},
 		FileWayPlain: func() error {

@@ -217,7 +217,7 @@ func deviceGroups(r *measure.Report) []deviceGroup {
 			slices.DeleteFunc(slices.Clone(r.Transfers), func(t measure.Transfer) bool { return t.Device != d })})
 	}
 	if len(all) > 0 {
-		out = append(out, deviceGroup{fmt.Sprintf("%d devices at once (the bytes of all, summed)", len(devs)), all})
+		out = append(out, deviceGroup{fmt.Sprintf("%d devices at once (bytes summed)", len(devs)), all})
 	}
 	return out
 }
@@ -240,7 +240,7 @@ func transferTablesOf(rows []measure.Transfer, prefix string) []table {
 			head:  head,
 		}
 		lat := table{
-			title: fmt.Sprintf("%sTransfers %s: latency, µs (median), sizes up to %s", prefix, directionTitle(d), formatSize(latencyMaxSize)),
+			title: fmt.Sprintf("%sTransfers %s: latency, µs (median), up to %s", prefix, directionTitle(d), formatSize(latencyMaxSize)),
 			head:  head,
 		}
 		for _, n := range sizes {
@@ -277,7 +277,7 @@ func directionTitle(d measure.Direction) string {
 	case measure.D2H:
 		return "D2H (device to host)"
 	case measure.Both:
-		return "both (H2D and D2H at once; GB/s of the two directions summed, not nvbandwidth's bidirectional figure, which counts one)"
+		return "both (H2D and D2H at once, GB/s summed)"
 	}
 	return string(d)
 }

@@ -89,11 +89,11 @@ func TestWriteTable(t *testing.T) {
 	allSizes := []string{"4 KiB", "64 KiB", "1 MiB", "16 MiB", "256 MiB", "1 GiB"}
 	h200Titles := []string{
 		"Transfers H2D (host to device): bandwidth, GB/s (median)",
-		"Transfers H2D (host to device): latency, µs (median), sizes up to 64 KiB",
+		"Transfers H2D (host to device): latency, µs (median), up to 64 KiB",
 		"Transfers D2H (device to host): bandwidth, GB/s (median)",
-		"Transfers D2H (device to host): latency, µs (median), sizes up to 64 KiB",
-		"Transfers both (H2D and D2H at once; GB/s of the two directions summed, not nvbandwidth's bidirectional figure, which counts one): bandwidth, GB/s (median)",
-		"Transfers both (H2D and D2H at once; GB/s of the two directions summed, not nvbandwidth's bidirectional figure, which counts one): latency, µs (median), sizes up to 64 KiB",
+		"Transfers D2H (device to host): latency, µs (median), up to 64 KiB",
+		"Transfers both (H2D and D2H at once, GB/s summed): bandwidth, GB/s (median)",
+		"Transfers both (H2D and D2H at once, GB/s summed): latency, µs (median), up to 64 KiB",
 		"Allocations: time per call (median)",
 		"Pool: Get+Release pairs, all goroutines (1 MiB buffers, cuMemHostAlloc backend)",
 	}
@@ -140,7 +140,7 @@ func TestWriteTable(t *testing.T) {
 				{"Transfers D2H", []string{"1 GiB"}, "pageable", "9.50"},
 				{"Transfers both", []string{"256 MiB"}, "pinned", "100.8"},
 				{"Transfers H2D (host to device): latency", []string{"4 KiB"}, "pinned", "7.57"},
-				{"Transfers both (H2D and D2H at once; GB/s of the two directions summed, not nvbandwidth's bidirectional figure, which counts one): latency", []string{"64 KiB"}, "staged", "33.2"},
+				{"Transfers both (H2D and D2H at once, GB/s summed): latency", []string{"64 KiB"}, "staged", "33.2"},
 				{"Allocations", []string{"cuMemHostAlloc", "1 GiB"}, "median", "174 ms"},
 				{"Allocations", []string{"cuMemHostAlloc", "1 GiB"}, "ms/GiB", "174"},
 				// 174 µs for 1 MiB is 178 ms per GiB.
@@ -303,6 +303,32 @@ func TestFileTable(t *testing.T) {
 	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, "readfile+driver") && strings.Count(line, missing) != 2 {
 			t.Errorf("row %q: want the two rows not measured as %q", line, missing)
+		}
+	}
+}
+
+// TestTableLineLength checks every line of the table of a report with
+// everything in it (two GPUs and both at once, every direction, the file
+// benchmark) against the tool's 120 characters.
+func TestTableLineLength(t *testing.T) {
+	r := &measure.Report{Machine: measure.Machine{GPU: "2× NVIDIA H200", Driver: "580.159.04"}}
+	for _, dev := range []int{0, 1, measure.AllDevices} {
+		for _, d := range measure.Directions {
+			for _, k := range measure.Kinds {
+				for _, n := range []int64{4 << 10, 64 << 10, 1 << 30} {
+					r.Transfers = append(r.Transfers, measure.Transfer{Device: dev, Kind: k, Dir: d, Size: n, GBps: 123.4, Median: 12345678})
+				}
+			}
+		}
+	}
+	r.Files = []measure.FileRun{{Way: measure.FileWayPlain, Direction: measure.H2D, Cache: "warm", Size: 16 << 30, GBps: 1.6}}
+	var b strings.Builder
+	if err := WriteTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.Lines(b.String()) {
+		if n := utf8.RuneCountInString(strings.TrimSuffix(l, "\n")); n > 120 {
+			t.Errorf("%d characters: %q", n, l)
 		}
 	}
 }

@@ -114,7 +114,7 @@ func TestSeveralDevices(t *testing.T) {
 	for _, c := range []struct{ what, out, want string }{
 		{"table", table.String(), "device 0: Transfers H2D"},
 		{"table", table.String(), "device 1: Transfers D2H"},
-		{"table", table.String(), "2 devices at once (the bytes of all, summed): Transfers H2D"},
+		{"table", table.String(), "2 devices at once (bytes summed): Transfers H2D"},
 		{"csv", csvOut.String(), ",all\n"},
 		{"gobench", gob.String(), "BenchmarkTransfer/device=all/kind=pinned/dir=H2D/size=4KiB"},
 		{"gobench", gob.String(), "BenchmarkTransfer/device=1/kind=pageable"},
@@ -123,7 +123,7 @@ func TestSeveralDevices(t *testing.T) {
 			t.Errorf("%s lacks %q", c.what, c.want)
 		}
 	}
-	if strings.Contains(table.String(), "2 devices at once (the bytes of all, summed): Transfers both") {
+	if strings.Contains(table.String(), "2 devices at once (bytes summed): Transfers both") {
 		t.Error("a both table for all devices at once, which is not measured")
 	}
 }
