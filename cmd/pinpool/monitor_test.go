@@ -57,7 +57,7 @@ func TestMonitorOnce(t *testing.T) {
 	if strings.Contains(out, "\033[") {
 		t.Errorf("escape sequences in non-terminal output: %q", out)
 	}
-	if hasGPU := cuda.Load() == nil; hasGPU != strings.Contains(out, "GPU 0 used") || hasGPU == strings.Contains(errOut, "no GPU") {
+	if hasGPU := cuda.Load() == nil; hasGPU != strings.Contains(lines[0], "GPU 0 used") || hasGPU == strings.Contains(errOut, "no GPU") {
 		t.Errorf("GPU state %v, stdout %q, stderr %q", hasGPU, out, errOut)
 	}
 	if n := strings.Count(errOut, "no GPU"); n > 1 {
