@@ -29,26 +29,13 @@ import (
 // started; the pieces in flight complete) or Close end it with an error
 // wrapping theirs. A nil ctx never ends.
 func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.ReaderAt, off, n int64) (int64, error) {
-	if err := checkRange("ToDeviceFromFile", off, n); err != nil {
-		return 0, err
-	}
-	if f == nil {
-		return 0, fmt.Errorf("%w: ToDeviceFromFile: nil file", ErrInvalidRange)
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := c.begin(); err != nil {
+	ctx, ps, p, err := c.startStream(ctx, "ToDeviceFromFile", "file", f == nil, off, n)
+	if err != nil || ps == nil {
 		return 0, err
 	}
 	defer c.end()
 	src := openSource(f)
 	defer src.close()
-	ps := splitPieces(off, n, c.opt.ChunkSize)
-	p := newProgress(ps)
 	lanesOver(ctx, c.streamLanes(len(ps)), len(ps), p, func(i int) error {
 		pc := ps[i]
 		s, err := c.stage(ctx)
@@ -74,24 +61,11 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 // data is in the file's page cache when it returns; call f.Sync to have
 // it on the disk.
 func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64, src cuda.DevicePtr, n int64) (int64, error) {
-	if err := checkRange("FromDeviceToFile", off, n); err != nil {
-		return 0, err
-	}
-	if f == nil {
-		return 0, fmt.Errorf("%w: FromDeviceToFile: nil file", ErrInvalidRange)
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := c.begin(); err != nil {
+	ctx, ps, p, err := c.startStream(ctx, "FromDeviceToFile", "file", f == nil, off, n)
+	if err != nil || ps == nil {
 		return 0, err
 	}
 	defer c.end()
-	ps := splitPieces(off, n, c.opt.ChunkSize)
-	p := newProgress(ps)
 	lanesOver(ctx, c.streamLanes(len(ps)), len(ps), p, func(i int) error {
 		pc := ps[i]
 		s, err := c.stage(ctx)

@@ -145,7 +145,7 @@ func (l *standingLanes) stop() {
 type runState struct {
 	stop atomic.Bool
 
-	mu     sync.Mutex // guards err, closed and Add on joined; a leaf of the lock order (see Copier)
+	mu     sync.Mutex // guards err, closed and Add on joined (and a progress's done and sizes); a leaf of the lock order (see Copier)
 	err    error
 	closed bool           // no lane may join any more
 	joined sync.WaitGroup // standing lanes that joined

@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -83,14 +82,13 @@ func (c *Copier) copyPiece(ctx context.Context, dir Direction, dev cuda.DevicePt
 	return c.run(ctx, op{dir, dev, b}, true)
 }
 
-// progress records which pieces of a transfer are complete, and the
-// first error, and tells the lanes to stop after it.
+// progress records which pieces of a transfer are complete, beside the
+// first error and the flag that stops the lanes (runState; its lock, a
+// leaf, guards done and sizes too).
 type progress struct {
-	mu     sync.Mutex
-	done   []bool
-	sizes  []int
-	err    error
-	failed atomic.Bool
+	runState
+	done  []bool
+	sizes []int
 }
 
 func newProgress(ps []piece) *progress {
@@ -105,17 +103,6 @@ func (p *progress) complete(i int) {
 	p.mu.Lock()
 	p.done[i] = true
 	p.mu.Unlock()
-}
-
-// fail records err (the first one wins; a cancellation does not replace an
-// error that came before it).
-func (p *progress) fail(err error) {
-	p.mu.Lock()
-	if p.err == nil {
-		p.err = err
-	}
-	p.mu.Unlock()
-	p.failed.Store(true)
 }
 
 // arrived is the bytes of the complete pieces from the start, up to the
@@ -143,20 +130,17 @@ func (p *progress) result(what string, total int64) (int64, error) {
 	if err == nil {
 		return n, nil
 	}
-	if errors.Is(err, ErrClosed) {
-		return n, fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, n, total, ErrClosed)
-	}
 	return n, fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, n, total, err)
 }
 
 // lanesOver runs work(i) for every index below count on lanes goroutines
 // (the caller's among them), each taking the next index, until all are
-// done or one fails (progress.failed) or ctx ends.
+// done or one fails (progress.stop) or ctx ends.
 func lanesOver(ctx context.Context, lanes, count int, p *progress, work func(i int) error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	lane := func() {
-		for !p.failed.Load() {
+		for !p.stop.Load() {
 			i := int(next.Add(1) - 1)
 			if i >= count {
 				return
@@ -191,10 +175,27 @@ func caught(what string, fn func() (int, error)) (n int, err error) {
 	return fn()
 }
 
-// checkRange refuses a negative length or offset.
-func checkRange(what string, off, n int64) error {
-	if n < 0 || off < 0 {
-		return fmt.Errorf("%w: %s: offset %d, length %d", ErrInvalidRange, what, off, n)
+// startStream checks the arguments of a stream or file transfer of n
+// bytes from offset off (isNil: its reader, writer or file, named arg, is
+// nil) and begins it on the copier, so that Close waits for it. It returns
+// the context to use (a nil ctx never ends), the pieces and their
+// progress; no pieces and no error when there is nothing to move, and
+// then nothing was begun. The caller defers c.end when there are pieces.
+func (c *Copier) startStream(ctx context.Context, what, arg string, isNil bool, off, n int64) (context.Context, []piece, *progress, error) {
+	switch {
+	case n < 0 || off < 0:
+		return nil, nil, nil, fmt.Errorf("%w: %s: offset %d, length %d", ErrInvalidRange, what, off, n)
+	case isNil:
+		return nil, nil, nil, fmt.Errorf("%w: %s: nil %s", ErrInvalidRange, what, arg)
+	case n == 0:
+		return nil, nil, nil, nil
 	}
-	return nil
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := c.begin(); err != nil {
+		return nil, nil, nil, err
+	}
+	ps := splitPieces(off, n, c.opt.ChunkSize)
+	return ctx, ps, newProgress(ps), nil
 }

@@ -25,24 +25,11 @@ import (
 // end it with an error wrapping theirs. A nil ctx never ends. For a file,
 // ToDeviceFromFile reads in parallel and is faster.
 func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Reader, n int64) (int64, error) {
-	if err := checkRange("ToDeviceFrom", 0, n); err != nil {
-		return 0, err
-	}
-	if r == nil {
-		return 0, fmt.Errorf("%w: ToDeviceFrom: nil reader", ErrInvalidRange)
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := c.begin(); err != nil {
+	ctx, ps, p, err := c.startStream(ctx, "ToDeviceFrom", "reader", r == nil, 0, n)
+	if err != nil || ps == nil {
 		return 0, err
 	}
 	defer c.end()
-	ps := splitPieces(0, n, c.opt.ChunkSize)
-	p := newProgress(ps)
 	type job struct {
 		i    int
 		s    staging
@@ -73,7 +60,7 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 		})
 	}
 	for i, pc := range ps {
-		if p.failed.Load() {
+		if p.stop.Load() {
 			break
 		}
 		if err := ctx.Err(); err != nil {
@@ -118,24 +105,11 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 // none is held after it returns. A write error, ctx ending or Close end
 // the transfer with an error wrapping theirs. A nil ctx never ends.
 func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DevicePtr, n int64) (int64, error) {
-	if err := checkRange("FromDeviceTo", 0, n); err != nil {
-		return 0, err
-	}
-	if w == nil {
-		return 0, fmt.Errorf("%w: FromDeviceTo: nil writer", ErrInvalidRange)
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := c.begin(); err != nil {
+	ctx, ps, p, err := c.startStream(ctx, "FromDeviceTo", "writer", w == nil, 0, n)
+	if err != nil || ps == nil {
 		return 0, err
 	}
 	defer c.end()
-	ps := splitPieces(0, n, c.opt.ChunkSize)
-	p := newProgress(ps)
 	type job struct {
 		s    staging
 		copy chan error
@@ -145,7 +119,7 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 	go func() { // copies ahead of the writer, as far as the window lets it
 		defer close(queue)
 		for _, pc := range ps {
-			if p.failed.Load() {
+			if p.stop.Load() {
 				return
 			}
 			if err := ctx.Err(); err != nil {
@@ -167,7 +141,7 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 	i := 0
 	for j := range queue {
 		err := <-j.copy
-		if err == nil && !p.failed.Load() {
+		if err == nil && !p.stop.Load() {
 			if _, err = caught("Write", func() (int, error) { return w.Write(j.s.buf.Bytes()[:ps[i].n]) }); err != nil {
 				err = fmt.Errorf("writing after %d bytes: %w", ps[i].pos, err)
 			}
@@ -175,7 +149,7 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 		j.s.done()
 		if err != nil {
 			p.fail(err)
-		} else if !p.failed.Load() {
+		} else if !p.stop.Load() {
 			p.complete(i)
 		}
 		i++
