@@ -321,13 +321,9 @@ func (p *Pool) Reserve(n, count int) error {
 			return fmt.Errorf("%w: Reserve of %d buffers of %d bytes needs more than the limit of %d bytes", ErrBudget, count, c.size, lim)
 		}
 	}
-	var prev int64
-	for {
-		r := c.reserved.Load()
-		if int64(count) <= r || c.reserved.CompareAndSwap(r, int64(count)) {
-			prev = r
-			break
-		}
+	prev := c.reserved.Load() // raised to count unless already at least that
+	for int64(count) > prev && !c.reserved.CompareAndSwap(prev, int64(count)) {
+		prev = c.reserved.Load()
 	}
 	for idle := c.idleCount(); idle < count; idle = c.idleCount() {
 		err := ErrClosed

@@ -9,6 +9,7 @@
 package safetensors
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -127,10 +128,7 @@ func ParseHeader(js []byte) (*Header, error) {
 		h.Tensors = append(h.Tensors, t)
 	}
 	slices.SortFunc(h.Tensors, func(a, b Tensor) int {
-		if a.Begin != b.Begin {
-			return compare(a.Begin, b.Begin)
-		}
-		return compare(a.End, b.End)
+		return cmp.Or(cmp.Compare(a.Begin, b.Begin), cmp.Compare(a.End, b.End))
 	})
 	var pos int64
 	for _, t := range h.Tensors {
@@ -165,16 +163,6 @@ func tensorOf(name, dtype string, shape, offsets []int64) (Tensor, error) {
 		return bad("shape %v of %s needs %d elements of %d bytes, data_offsets %v hold %d bytes", shape, dtype, elems, size, offsets, offsets[1]-offsets[0])
 	}
 	return Tensor{Name: name, DType: dtype, Shape: shape, Begin: offsets[0], End: offsets[1]}, nil
-}
-
-func compare(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Write writes a safetensors file of the tensors, whose bytes data gives
