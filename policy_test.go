@@ -63,20 +63,11 @@ func burstThen(t testing.TB, p *Pool, sizes []int, low, hold, cycles int, pause 
 // With the seed's cap trimmed at once, every cycle freed the 13 frames
 // above 32 and allocated them again (98 growths a second on the host).
 func TestBurstDoesNotStorm(t *testing.T) {
-	cases := []struct {
-		name      string
-		sizes     []int
-		low, hold int
-	}{
-		{"0-45-0 frames", []int{frame}, 0, 45},
-		{"20-45-20 frames", []int{frame}, 20, 45},
-		{"mixed", []int{frame, 64 << 10, 16 << 20}, 0, 45},
-	}
 	pauses := []time.Duration{0, time.Millisecond, 20 * time.Millisecond}
 	if soak() {
 		pauses = append(pauses, 100*time.Millisecond)
 	}
-	for _, tc := range cases {
+	for _, tc := range burstWorkloads { // BenchmarkBurst's
 		for _, pause := range pauses {
 			t.Run(fmt.Sprintf("%s/pause=%v", tc.name, pause), func(t *testing.T) {
 				p, f := newTestPool(t, Options{})

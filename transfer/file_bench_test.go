@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/cudahost"
 )
 
@@ -22,26 +23,10 @@ import (
 //
 //	PINPOOL_BENCH_FILE=/data/model.safetensors go test -run '^$' -bench FileToDevice -benchtime 3x ./transfer
 func BenchmarkFileToDevice(b *testing.B) {
-	path := os.Getenv("PINPOOL_BENCH_FILE")
-	if path == "" {
-		b.Skip("PINPOOL_BENCH_FILE not set: the file to measure (scripts/gpu-files.sh sets it on the GPU host)")
-	}
-	g := newGPU(b, cudahost.Options{})
+	g, f, n, d := benchFile(b)
+	path := f.Name()
 	c := g.copier(b, Options{})
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	fi, _ := f.Stat()
-	n := fi.Size()
-	d := g.devMem(b, int(n))
-	drop := func() {
-		f.Sync()
-		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-			b.Fatal(err)
-		}
-	}
+	drop := func() { dropCache(b, f) }
 	warm := func() {
 		if _, err := os.ReadFile(path); err != nil {
 			b.Fatal(err)
@@ -115,19 +100,7 @@ func BenchmarkFileToDevice(b *testing.B) {
 // page cache, every way the file source can read it, with pieces of 2 to
 // 16 MiB and 2 to 16 lanes: the measurements behind the default.
 func BenchmarkFileCold(b *testing.B) {
-	path := os.Getenv("PINPOOL_BENCH_FILE")
-	if path == "" {
-		b.Skip("PINPOOL_BENCH_FILE not set: the file to measure (scripts/gpu-files.sh sets it on the GPU host)")
-	}
-	g := newGPU(b, cudahost.Options{})
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	fi, _ := f.Stat()
-	n := fi.Size()
-	d := g.devMem(b, int(n))
+	g, f, n, d := benchFile(b)
 	defer func() { sourceWays.direct, sourceWays.firstWay = true, probeCachestat }()
 	for _, v := range []struct {
 		name         string
@@ -151,13 +124,43 @@ func BenchmarkFileCold(b *testing.B) {
 			b.SetBytes(n)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				f.Sync()
-				unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+				dropCache(b, f)
 				b.StartTimer()
 				if got, err := c.ToDeviceFromFile(context.Background(), d.Ptr(), f, 0, n); err != nil || got != n {
 					b.Fatalf("%d bytes, %v", got, err)
 				}
 			}
 		})
+	}
+}
+
+// benchFile opens $PINPOOL_BENCH_FILE (closed at the benchmark's end) on a
+// GPU with device memory of its size, or skips the benchmark.
+func benchFile(b *testing.B) (*gpu, *os.File, int64, *cuda.DeviceMem) {
+	b.Helper()
+	path := os.Getenv("PINPOOL_BENCH_FILE")
+	if path == "" {
+		b.Skip("PINPOOL_BENCH_FILE not set: the file to measure (scripts/gpu-files.sh sets it on the GPU host)")
+	}
+	g := newGPU(b, cudahost.Options{})
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	fi, err := f.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g, f, fi.Size(), g.devMem(b, int(fi.Size()))
+}
+
+// dropCache drops f from the page cache (synced first, so that its pages
+// are clean), so that the next read comes from the disk.
+func dropCache(b *testing.B, f *os.File) {
+	b.Helper()
+	f.Sync()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -74,34 +72,18 @@ func TestGPUFileWindowBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := g.devMem(t, int(n))
-	stop := make(chan struct{})
-	var peak, samples atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if in := g.pool.Stats().BytesInUse; in > peak.Load() {
-				peak.Store(in)
-			}
-			samples.Add(1)
-		}
-	})
+	stop := samplePeak(func() int64 { return g.pool.Stats().BytesInUse })
 	got, err := c.ToDeviceFromFile(context.Background(), d.Ptr(), f, 0, n)
-	close(stop)
-	wg.Wait()
+	peak, samples := stop()
 	if err != nil || got != n {
 		t.Fatalf("%d bytes, %v", got, err)
 	}
 	st := c.Stats()
 	win := c.Options().WindowBytes
-	if st.PeakStaging > win || peak.Load() > win {
-		t.Fatalf("staging peak %d, pool in use peak %d, window %d", st.PeakStaging, peak.Load(), win)
+	if st.PeakStaging > win || peak > win {
+		t.Fatalf("staging peak %d, pool in use peak %d, window %d", st.PeakStaging, peak, win)
 	}
-	t.Logf("%d GiB file through a %d MiB window: staging peak %d MiB, pool in use peak %d MiB (%d samples)", n>>30, win>>20, st.PeakStaging>>20, peak.Load()>>20, samples.Load())
+	t.Logf("%d GiB file through a %d MiB window: staging peak %d MiB, pool in use peak %d MiB (%d samples)", n>>30, win>>20, st.PeakStaging>>20, peak>>20, samples)
 }
 
 // TestGPUSafetensorsPeer loads a safetensors file that PyTorch wrote

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -188,4 +189,29 @@ func chunkedOnly() tuning {
 	t := defaultTuning()
 	t.coopShare = [2]int{}
 	return t
+}
+
+// samplePeak calls read in a loop on another goroutine until the returned
+// stop is called, which returns the highest value read and how many reads
+// there were.
+func samplePeak(read func() int64) (stop func() (peak, samples int64)) {
+	quit := make(chan struct{})
+	var peak, n int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			peak = max(peak, read())
+			n++
+		}
+	})
+	return func() (int64, int64) {
+		close(quit)
+		wg.Wait()
+		return peak, n
+	}
 }

@@ -370,32 +370,15 @@ func TestStreamWindowBound(t *testing.T) {
 		n = 32 << 20
 	}
 	dev := e.d.alloc(int(n))
-	stop := make(chan struct{})
-	var peakInUse atomic.Int64
-	var samples atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if in := e.pool.Stats().BytesInUse; in > peakInUse.Load() {
-				peakInUse.Store(in)
-			}
-			samples.Add(1)
-		}
-	})
+	stop := samplePeak(func() int64 { return e.pool.Stats().BytesInUse })
 	got, err := e.c.ToDeviceFromFile(context.Background(), dev, patternReaderAt{n}, 0, n)
-	close(stop)
-	wg.Wait()
+	peakInUse, samples := stop()
 	if err != nil || got != n {
 		t.Fatalf("%d bytes, %v", got, err)
 	}
 	st := e.c.Stats()
-	if st.PeakStaging > opt.WindowBytes || peakInUse.Load() > opt.WindowBytes {
-		t.Fatalf("staging peak %d, pool in use peak %d: more than the window %d", st.PeakStaging, peakInUse.Load(), opt.WindowBytes)
+	if st.PeakStaging > opt.WindowBytes || peakInUse > opt.WindowBytes {
+		t.Fatalf("staging peak %d, pool in use peak %d: more than the window %d", st.PeakStaging, peakInUse, opt.WindowBytes)
 	}
 	m, _ := e.d.mem(dev+cuda.DevicePtr(n-8), 8)
 	want := make([]byte, 8)
@@ -403,7 +386,7 @@ func TestStreamWindowBound(t *testing.T) {
 	if !bytes.Equal(m, want) {
 		t.Fatal("the end of the data differs")
 	}
-	t.Logf("%d MiB through a %d KiB window: staging peak %d KiB, %d samples", n>>20, opt.WindowBytes>>10, st.PeakStaging>>10, samples.Load())
+	t.Logf("%d MiB through a %d KiB window: staging peak %d KiB, %d samples", n>>20, opt.WindowBytes>>10, st.PeakStaging>>10, samples)
 }
 
 // patternReaderAt is a file of n bytes that are a function of their offset.
