@@ -59,6 +59,7 @@ func (p *Pool) ageIdle(now time.Time) {
 	t := now.UnixNano()
 	for _, c := range p.classList() {
 		oldest := int64(-1) // longest unused time of an all-idle chunk
+		idle := 0           // the class's idle buffers, read on the way
 		for _, ch := range c.chunkList() {
 			var sum uint64
 			all := true
@@ -67,6 +68,9 @@ func (p *Pool) ageIdle(now time.Time) {
 				sum += genOf(w)
 				if !freeableState(stateOf(w)) {
 					all = false
+				}
+				if idleState(stateOf(w)) {
+					idle++
 				}
 			}
 			if !all || sum != ch.genSum || ch.unusedSince == 0 {
@@ -82,7 +86,9 @@ func (p *Pool) ageIdle(now time.Time) {
 		if to := int64(p.opt.IdleTimeout); to > 0 && oldest >= to {
 			c.trimClass(trimPlan{want: -1, keep: keep, reason: TrimIdleTimeout, pick: unusedFor(t, to)})
 		}
-		if d := c.decay.Load(); d > 0 && p.opt.MaxIdle >= 0 && oldest >= d && c.idleCount() > max(keep, p.opt.MaxIdle) {
+		// idle may be stale after the timeout's trim: trimClass counts again
+		// under the lock before it frees anything.
+		if d := c.decay.Load(); d > 0 && p.opt.MaxIdle >= 0 && oldest >= d && idle > max(keep, p.opt.MaxIdle) {
 			c.trimClass(trimPlan{want: -1, keep: max(keep, p.opt.MaxIdle), below: true, reason: TrimDecay, pick: unusedFor(t, d)})
 		}
 	}

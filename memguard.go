@@ -62,7 +62,7 @@ func (g *guard) init(minAvailable, memTotal int64) {
 	case minAvailable == 0 && memTotal > 0:
 		g.minAvail = memTotal / 100 * DefaultMinAvailablePercent
 	}
-	var l memLook = systemLook()
+	var l memLook = systemLook(g.minAvail > 0)
 	g.look.Store(&l)
 }
 

@@ -19,12 +19,16 @@ var cgroupReader = sync.OnceValue(func() *hostmem.CgroupReader {
 })
 
 // systemLook returns the guard's look at this machine: MemAvailable from
-// /proc/meminfo, and the cgroup's limit and headroom.
-func systemLook() memLook {
+// /proc/meminfo (when system: the system guard is on; else it stays
+// unknown and is not read), and the cgroup's limit and headroom, which
+// bound growth even with the guard off.
+func systemLook(system bool) memLook {
 	return func() memView {
 		v := memView{avail: -1}
-		if mi, err := hostmem.ReadMemInfo(); err == nil {
-			v.avail = int64(mi.Available)
+		if system {
+			if mi, err := hostmem.ReadMemInfo(); err == nil {
+				v.avail = int64(mi.Available)
+			}
 		}
 		if cg := cgroupReader(); cg != nil {
 			if m, err := cg.Read(); err == nil && m.Limit > 0 {
