@@ -36,14 +36,8 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	defer c.end()
 	src := openSource(f)
 	defer src.close()
-	lanesOver(ctx, c.streamLanes(len(ps)), len(ps), p, func(i int) error {
-		pc := ps[i]
-		s, err := c.stage(ctx)
-		if err != nil {
-			return err
-		}
-		defer s.done()
-		data, err := src.readAt(s.buf.Bytes(), pc.off, pc.n)
+	c.stagedLanes(ctx, ps, p, func(pc piece, buf []byte) error {
+		data, err := src.readAt(buf, pc.off, pc.n)
 		if err != nil {
 			return err
 		}
@@ -66,14 +60,8 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 		return 0, err
 	}
 	defer c.end()
-	lanesOver(ctx, c.streamLanes(len(ps)), len(ps), p, func(i int) error {
-		pc := ps[i]
-		s, err := c.stage(ctx)
-		if err != nil {
-			return err
-		}
-		defer s.done()
-		b := s.buf.Bytes()[:pc.n]
+	c.stagedLanes(ctx, ps, p, func(pc piece, buf []byte) error {
+		b := buf[:pc.n]
 		if err := c.copyPiece(ctx, DeviceToHost, src+cuda.DevicePtr(pc.pos), b); err != nil {
 			return err
 		}

@@ -133,30 +133,39 @@ func (p *progress) result(what string, total int64) (int64, error) {
 	return n, fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, n, total, err)
 }
 
-// lanesOver runs work(i) for every index below count on lanes goroutines
-// (the caller's among them), each taking the next index, until all are
-// done or one fails (progress.stop) or ctx ends.
-func lanesOver(ctx context.Context, lanes, count int, p *progress, work func(i int) error) {
+// stagedLanes runs work for every piece of ps, each with a staging buffer
+// of ChunkSize bytes held under a window slot for the call, on the
+// copier's stream lanes (the caller's goroutine among them), each taking
+// the next piece, until all are done or one fails (progress.stop) or ctx
+// ends.
+func (c *Copier) stagedLanes(ctx context.Context, ps []piece, p *progress, work func(pc piece, buf []byte) error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	piece := func(i int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s, err := c.stage(ctx)
+		if err != nil {
+			return err
+		}
+		defer s.done()
+		return work(ps[i], s.buf.Bytes())
+	}
 	lane := func() {
 		for !p.stop.Load() {
 			i := int(next.Add(1) - 1)
-			if i >= count {
+			if i >= len(ps) {
 				return
 			}
-			if err := ctx.Err(); err != nil {
-				p.fail(err)
-				return
-			}
-			if err := work(i); err != nil {
+			if err := piece(i); err != nil {
 				p.fail(err)
 				return
 			}
 			p.complete(i)
 		}
 	}
-	for range lanes - 1 {
+	for range c.streamLanes(len(ps)) - 1 {
 		wg.Go(lane)
 	}
 	lane()
