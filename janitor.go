@@ -35,7 +35,7 @@ func (p *Pool) runJanitor() {
 	defer close(j.done)
 	idle := time.NewTicker(p.opt.idleTick())
 	defer idle.Stop()
-	pressure := time.NewTicker(pressureTick)
+	pressure := time.NewTimer(pressureTick)
 	defer pressure.Stop()
 	poll := pollMin
 	pollT := time.NewTimer(time.Hour)
@@ -62,7 +62,8 @@ func (p *Pool) runJanitor() {
 				c.cache.clean()
 			}
 		case <-pressure.C:
-			p.relievePressure()
+			_, next := p.relievePressure()
+			pressure.Reset(next)
 		case <-j.stopCh:
 			p.drainAfterClose()
 			return

@@ -24,11 +24,22 @@ import (
 //     growth never crosses the limit itself.
 //
 // And under pressure, when a headroom is below its floor whoever took the
-// memory, the janitor frees the pool's idle memory within pressureTick.
+// memory, the janitor frees the pool's idle memory within pressureTick
+// (pressureTickFar when the headroom was more than nearFloor times the
+// floor at its last look).
 
-// pressureTick is how often the janitor looks at the headroom while the
-// pool holds memory.
-const pressureTick = 50 * time.Millisecond
+// How often the janitor looks at the headroom while the pool holds
+// memory: every pressureTick while a headroom is within nearFloor times
+// its floor, every pressureTickFar while all are further. A look reads
+// the cgroup's files (memory.stat among them), which cost the kernel
+// about 200 µs on the GPU host: 0.4% of a core at 20 looks a second,
+// which showed as 135 µs of CPU time per frame of a stream at 30 frames a
+// second (docs/results/2026-12-01-paced-frames.md).
+const (
+	pressureTick    = 50 * time.Millisecond
+	pressureTickFar = 500 * time.Millisecond
+	nearFloor       = 4
+)
 
 // memView is one look at the headroom the guard protects.
 type memView struct {
@@ -80,7 +91,11 @@ func (g *guard) cgroupFloor(limit int64) int64 {
 // check returns why growing by n bytes must not happen now (an error
 // matching ErrLowMemory and ErrBudget), or nil.
 func (g *guard) check(n int64) error {
-	v := (*g.look.Load())()
+	return g.checkView((*g.look.Load())(), n)
+}
+
+// checkView is check on the headroom v.
+func (g *guard) checkView(v memView, n int64) error {
 	if g.minAvail > 0 && v.avail >= 0 && v.avail-n < g.minAvail {
 		return fmt.Errorf("%w: need %d bytes, MemAvailable %d, floor %d", ErrLowMemory, n, v.avail, g.minAvail)
 	}
@@ -99,8 +114,22 @@ func hopeless(err error) bool {
 	return errors.As(err, &ce) && ce.never
 }
 
-// pressed reports whether a headroom is below its floor now.
-func (g *guard) pressed() bool { return g.check(0) != nil }
+// pressure looks at the headroom once and reports whether a headroom is
+// below its floor now, and whether one is within nearFloor times its
+// floor.
+func (g *guard) pressure() (pressed, near bool) {
+	v := (*g.look.Load())()
+	if g.checkView(v, 0) != nil {
+		return true, true
+	}
+	if g.minAvail > 0 && v.avail >= 0 && v.avail < nearFloor*g.minAvail {
+		near = true
+	}
+	if v.cg.limit > 0 && v.cg.room < nearFloor*g.cgroupFloor(v.cg.limit) {
+		near = true
+	}
+	return false, near
+}
 
 // cgroupLimitError is the guard's error when growth would cross the
 // cgroup's limit (or its floor under it): one sentence naming the group,
@@ -125,16 +154,22 @@ func (e *cgroupLimitError) Is(target error) bool {
 }
 
 // relievePressure frees idle memory of every class, sparing what Reserve
-// keeps, when a headroom is below its floor. It returns the bytes freed.
-func (p *Pool) relievePressure() int64 {
+// keeps, when a headroom is below its floor. It returns the bytes freed
+// and when to look again.
+func (p *Pool) relievePressure() (freed int64, next time.Duration) {
 	co := p.core
-	if co.budget.held.Load() == 0 || !co.guard.pressed() {
-		return 0
+	if co.budget.held.Load() == 0 {
+		return 0, pressureTick // no look: nothing to free
 	}
-	var freed int64
-	for _, c := range p.classList() {
-		f, _ := c.trimClass(trimPlan{want: -1, keep: int(c.reserved.Load()), reason: TrimPressure})
-		freed += f
+	pressed, near := co.guard.pressure()
+	if !near {
+		return 0, pressureTickFar
 	}
-	return freed
+	if pressed {
+		for _, c := range p.classList() {
+			f, _ := c.trimClass(trimPlan{want: -1, keep: int(c.reserved.Load()), reason: TrimPressure})
+			freed += f
+		}
+	}
+	return freed, pressureTick
 }

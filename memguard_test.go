@@ -34,8 +34,9 @@ func (m *fakeMem) install(p *Pool) {
 
 // TestPressureFreesIdle checks the fourth goal: when the headroom falls
 // below MinAvailable, whoever took the memory, the pool frees its idle
-// memory promptly (the janitor looks every pressureTick), sparing what
-// Reserve keeps, and refuses to grow until the headroom is back.
+// memory promptly (the janitor looks every pressureTickFar while the
+// headroom is far above the floor), sparing what Reserve keeps, and
+// refuses to grow until the headroom is back.
 func TestPressureFreesIdle(t *testing.T) {
 	const floor = 1 << 30
 	p, f := newTestPool(t, Options{MinAvailable: floor, IdleDecay: -1, IdleTimeout: -1})
@@ -59,7 +60,7 @@ func TestPressureFreesIdle(t *testing.T) {
 		}
 		return true
 	})
-	t.Logf("idle memory freed %v after the headroom fell (the janitor looks every %v)", time.Since(start), pressureTick)
+	t.Logf("idle memory freed %v after the headroom fell from far above the floor (the janitor looked every %v)", time.Since(start), pressureTickFar)
 	st := p.Stats()
 	if st.TrimsBy.Of(TrimPressure) == 0 {
 		t.Fatalf("trims by reason %v: none counted as pressure", st.TrimsBy)
@@ -86,6 +87,35 @@ func TestPressureFreesIdle(t *testing.T) {
 	b.Release()
 	if live, _, _, _ := f.stats(); live == 0 {
 		t.Fatal("nothing held after the Get")
+	}
+}
+
+// TestPressureLooksByMargin checks how often the janitor of a pool that
+// holds memory looks at the headroom: every pressureTickFar while it is
+// more than nearFloor times the floor, every pressureTick once it is
+// within that (and so below the floor, within pressureTick of the fall).
+func TestPressureLooksByMargin(t *testing.T) {
+	const floor = 1 << 30
+	p, _ := newTestPool(t, Options{MinAvailable: floor, IdleDecay: -1, IdleTimeout: -1})
+	var m fakeMem
+	m.avail.Store(100 << 30)
+	m.install(p)
+	if err := p.Reserve(64<<10, 4); err != nil {
+		t.Fatal(err)
+	}
+	looks := func(d time.Duration) int64 {
+		n := m.looks.Load()
+		time.Sleep(d)
+		return m.looks.Load() - n
+	}
+	const span = 1100 * time.Millisecond
+	if n, most := looks(span), int64(span/pressureTickFar)+1; n > most {
+		t.Errorf("far from the floor: %d looks in %v, want at most %d", n, span, most)
+	}
+	m.avail.Store(3 * floor) // near, not below
+	time.Sleep(pressureTickFar + pressureTick)
+	if n, least := looks(span), int64(span/pressureTick)/2; n < least {
+		t.Errorf("near the floor: %d looks in %v, want at least %d", n, span, least)
 	}
 }
 

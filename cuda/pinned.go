@@ -90,17 +90,24 @@ const (
 // registry, else by asking the driver about its first and last byte (memory
 // pinned by other code in the process). Ordinary Go memory gets ErrNotPinned.
 func checkPinned(b []byte) error {
-	if len(b) == 0 {
+	if pinnedBytes(b) {
 		return nil
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	if knownPinned(p, uintptr(len(b))) {
-		return nil
-	}
-	if driverPinned(p) && driverPinned(p+uintptr(len(b))-1) {
-		return nil
-	}
 	return fmt.Errorf("%w: %d bytes at %#x are pageable (use pinned memory from a pool, HostAlloc or HostRegister)", ErrNotPinned, len(b), p)
+}
+
+// pinnedBytes is checkPinned's answer without the error, which IsPinned
+// does without: copiers ask it before every transfer of pageable memory.
+func pinnedBytes(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if knownPinned(p, uintptr(len(b))) {
+		return true
+	}
+	return driverPinned(p) && driverPinned(p+uintptr(len(b))-1)
 }
 
 func driverPinned(p uintptr) bool {
@@ -118,5 +125,5 @@ func IsPinned(b []byte) bool {
 	if Load() != nil {
 		return false
 	}
-	return checkPinned(b) == nil
+	return pinnedBytes(b)
 }

@@ -6,11 +6,13 @@
 # alternate. The GPU host has no Go toolchain, so the binaries are built
 # here first:
 #
-#   scripts/gpu-transfer.sh build DIR        # here: DIR/transfer.test, DIR/multigpu.test
+#   scripts/gpu-transfer.sh build DIR        # here: DIR/{transfer,multigpu,cuda,pinpool}.test
 #   scripts/gpu-transfer.sh run DIR [BASE]   # on the GPU host; BASE: another transfer.test
 #
 # Logs go to $OUT (the device tool) or ./gpu-logs: machine.txt, tests.txt,
-# sizes.txt, frames.txt, paced.txt. docs/results/2026-12-01-transfer-shape.md
+# sizes.txt, frames.txt, paced.txt, paced-alone.txt (each engine's default
+# copier and the driver in processes of their own, alternating), costs.txt
+# (a memory-guard look, cuda.IsPinned). docs/results/2026-12-01-transfer-shape.md
 # describes a run and how its base binary was built.
 set -uo pipefail
 mode=${1:-}
@@ -20,7 +22,9 @@ case $mode in
 build)
 	mkdir -p "$dir"
 	CGO_ENABLED=0 go test -c -o "$dir/transfer.test" ./transfer &&
-		CGO_ENABLED=0 go test -c -o "$dir/multigpu.test" ./multigpu
+		CGO_ENABLED=0 go test -c -o "$dir/multigpu.test" ./multigpu &&
+		CGO_ENABLED=0 go test -c -o "$dir/cuda.test" ./cuda &&
+		CGO_ENABLED=0 go test -c -o "$dir/pinpool.test" .
 	exit
 	;;
 run) ;;
@@ -74,4 +78,14 @@ for e in "${engines[@]}"; do
 	bench paced.txt "$e" -test.bench 'PacedFrames' -test.benchtime 1x
 done
 echo "paced done after $(($(date +%s) - t0))s"
+for round in 1 2; do
+	bench paced-alone.txt ./transfer.test -test.bench 'PacedFrames/driver/' -test.benchtime 1x
+	for e in "${engines[@]}"; do
+		bench paced-alone.txt "$e" -test.bench 'PacedFrames/copier=default/' -test.benchtime 1x
+	done
+done
+echo "paced alone done after $(($(date +%s) - t0))s"
+[ -x ./pinpool.test ] && bench costs.txt ./pinpool.test -test.bench 'GuardLook' -test.benchtime 200x
+[ -x ./cuda.test ] && bench costs.txt ./cuda.test -test.bench 'IsPinned' -test.benchtime 100x
+echo "costs done after $(($(date +%s) - t0))s"
 exit $status

@@ -36,13 +36,14 @@ type Copier struct {
 	h2d, d2h []stream
 	rr       [2]atomic.Uint32 // round robin over each direction's streams
 
-	win     *window
-	lanes   *standingLanes
-	issuing issueLock // the staged lanes' driver calls
-	events  events
-	quick   quickStreams
-	regs    registry
-	stats   counters
+	win      *window
+	lanes    *standingLanes
+	issuing  issueLock // the staged lanes' driver calls
+	events   events
+	quick    quickStreams
+	regs     registry
+	pageable pageableMemo // host ranges recently found not page-locked
+	stats    counters
 
 	mu       sync.RWMutex // closed, and Add on inflight
 	closed   bool

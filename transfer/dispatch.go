@@ -138,12 +138,21 @@ func (c *Copier) segments(segs []segment, b []byte, pinned bool, regs useList) (
 }
 
 // unregisteredPath is the path of memory b that no registration of the
-// copier covers.
+// copier covers. Memory of a staged size that was found not page-locked is
+// remembered as such for a while (pageableMemo).
 func (c *Copier) unregisteredPath(b []byte) Path {
+	memo := c.opt.DirectBelow <= 0 || len(b) >= c.opt.DirectBelow
+	if memo && c.pageable.has(b) {
+		return PathStaged
+	}
 	if c.dev.isPinned(b) {
 		return PathPinned
 	}
-	return c.pageablePath(b)
+	p := c.pageablePath(b)
+	if memo && p == PathStaged {
+		c.pageable.add(b)
+	}
+	return p
 }
 
 // pageablePath is the path of memory b that is not page-locked as a

@@ -52,6 +52,7 @@ type fakeDevice struct {
 	inflight        atomic.Int64
 	maxInflight     atomic.Int64
 	maxAsyncLen     atomic.Int64
+	pinnedAsks      atomic.Int64 // isPinned calls
 
 	logMu      sync.Mutex
 	log        []fakeCopy // asynchronous copies in the order they ran
@@ -233,6 +234,7 @@ func (d *fakeDevice) register(b []byte) (hostReg, error) {
 }
 
 func (d *fakeDevice) isPinned(b []byte) bool {
+	d.pinnedAsks.Add(1)
 	if len(b) == 0 {
 		return false
 	}

@@ -19,24 +19,29 @@ func sizeLabel(n int) string {
 	return sizeName(n)
 }
 
-// namedCopier is a copier that BenchmarkStagedSizes compares, up to size
-// upTo (0: every size).
+// namedCopier is a copier that BenchmarkStagedSizes compares, at sizes
+// from from up to upTo (0: no bound), in direction only (both when
+// bothWays).
 type namedCopier struct {
-	name string
-	c    *Copier
-	upTo int
+	name     string
+	c        *Copier
+	from     int
+	upTo     int
+	only     Direction
+	bothWays bool
 }
 
 // shapeCopiers are the copiers BenchmarkStagedSizes compares: the default
 // staging plan (DirectBelow off, so that every size is staged), and
-// variants of its tuning measured against it in the same run.
+// variants of its tuning measured against it in the same run, at the sizes
+// and in the direction where they differ from it.
 func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
-	half := defaultTuning()
-	half.coopShare = [2]int{2, 2} // cooperative up to half the window both ways
 	opt := Options{DirectBelow: -1, Prewarm: true}
+	coop512 := defaultTuning()
+	coop512.coopChunk[DeviceToHost] = 512 << 10
 	return []namedCopier{
-		{"plan=default", g.tunedCopier(b, opt, defaultTuning()), 0},
-		{"plan=coop-half-window", g.tunedCopier(b, opt, half), 64 << 20},
+		{name: "plan=default", c: g.tunedCopier(b, opt, defaultTuning()), bothWays: true},
+		{name: "plan=d2h-coop-512KiB", c: g.tunedCopier(b, opt, coop512), upTo: 16 << 20, only: DeviceToHost},
 	}
 }
 
@@ -56,13 +61,26 @@ func (g *gpu) tunedCopier(tb testing.TB, opt Options, tu tuning) *Copier {
 }
 
 // frameWays are the ways BenchmarkFrameStream and BenchmarkPacedFrames
-// compare: the driver's copy, the default copier, and copiers without
-// spinning and with 4 lanes. (Giving every transfer all 8 lanes however
-// many run at once, instead of sharing them, was measured and dropped:
-// docs/results/2026-12-01-transfer-shape.md.)
+// compare: the driver's copy, the default copier, a copier of 2 lanes,
+// and (BenchmarkFrameStream only) copiers that never spin or stage
+// device-to-host frames in 512 KiB chunks.
 var frameWays = []frameWay{
-	{"driver", nil},
-	{"copier=default", func(tb testing.TB, g *gpu) *Copier { return g.copier(tb, Options{Prewarm: true}) }},
-	{"copier=spin-off", func(tb testing.TB, g *gpu) *Copier { return g.copier(tb, Options{Prewarm: true, LaneSpin: -1}) }},
-	{"copier=lanes-4", func(tb testing.TB, g *gpu) *Copier { return g.copier(tb, Options{Prewarm: true, Lanes: 4}) }},
+	{name: "driver"},
+	{name: "copier=default", copier: tunedFrameCopier(Options{}, nil)},
+	{name: "copier=lanes-2", copier: tunedFrameCopier(Options{Lanes: 2}, nil)},
+	{name: "copier=spin-off", streamOnly: true, copier: tunedFrameCopier(Options{LaneSpin: -1}, nil)},
+	{name: "copier=d2h-coop-512KiB", streamOnly: true, copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coopChunk[DeviceToHost] = 512 << 10 })},
+}
+
+// tunedFrameCopier makes a prewarmed copier with options opt and the
+// default tuning changed by tune (when not nil).
+func tunedFrameCopier(opt Options, tune func(*tuning)) func(testing.TB, *gpu) *Copier {
+	return func(tb testing.TB, g *gpu) *Copier {
+		tu := defaultTuning()
+		if tune != nil {
+			tune(&tu)
+		}
+		opt.Prewarm = true
+		return g.tunedCopier(tb, opt, tu)
+	}
 }

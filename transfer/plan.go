@@ -70,7 +70,7 @@ func planStaging(n int, dir Direction, active int, o Options, t tuning) plan {
 	}
 	buf := o.ChunkSize
 	if share := t.coopShare[dir]; lanes >= 2 && share > 0 {
-		chunk := min(buf, t.coopChunk)
+		chunk := min(buf, t.coopChunk[dir])
 		per := buf / chunk
 		chunks := ceilDiv(n, chunk)
 		buffers := ceilDiv(chunks, per)

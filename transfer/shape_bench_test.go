@@ -30,11 +30,17 @@ var shapeSizes = []int{1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20, 6
 // cpuTime is the CPU time the process has used, all threads, user and
 // system (getrusage).
 func cpuTime(tb testing.TB) time.Duration {
+	user, sys := cpuTimes(tb)
+	return user + sys
+}
+
+// cpuTimes is cpuTime in user and system time.
+func cpuTimes(tb testing.TB) (user, sys time.Duration) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		tb.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
 // BenchmarkStagedSizes times, in each iteration, four staged transfers of
@@ -57,10 +63,13 @@ func BenchmarkStagedSizes(b *testing.B) {
 	const group = 4
 	for _, nc := range shapeCopiers(b, g) {
 		for _, n := range shapeSizes {
-			if nc.upTo > 0 && n > nc.upTo {
+			if (nc.upTo > 0 && n > nc.upTo) || n < nc.from {
 				continue
 			}
 			for _, d := range []Direction{HostToDevice, DeviceToHost} {
+				if !nc.bothWays && d != nc.only {
+					continue
+				}
 				b.Run(fmt.Sprintf("%s/size=%s/%v", nc.name, sizeName(n), d), func(b *testing.B) {
 					defer allCPUs()()
 					timed := func(f func() error) time.Duration {
@@ -115,8 +124,9 @@ func BenchmarkStagedSizes(b *testing.B) {
 // frame: the driver's copy of pageable memory when copier is nil, else the
 // copier it makes (frameWays, defined beside the engine, lists them).
 type frameWay struct {
-	name   string
-	copier func(tb testing.TB, g *gpu) *Copier
+	name       string
+	copier     func(tb testing.TB, g *gpu) *Copier
+	streamOnly bool // not in BenchmarkPacedFrames
 }
 
 // frameMover returns the function that moves a frame in direction d the
@@ -200,9 +210,12 @@ func BenchmarkFrameStream(b *testing.B) {
 // (30 and 300 frames a second; 4 frames used in turn, each copied to the
 // same device memory) for a fixed time per iteration (pacedFor), each way
 // of frameWays, and reports per frame the process's CPU time
-// (cpu-ns/frame, getrusage: every thread, the driver's among them) and the
+// (cpu-ns/frame, getrusage: every thread, the driver's among them; of it
+// the time in the kernel, sys-ns/frame) and the
 // copy's wall time (wall-ns/frame), the CPU time as a share of one core
-// (cpu-share) and per GB moved (cpu-ms/GB). Run it with -test.benchtime 1x.
+// (cpu-share) and per GB moved (cpu-ms/GB), and the CPU time the process
+// burns at rest just before, as a share of a core (idle-cpu-share). Run it
+// with -test.benchtime 1x.
 func BenchmarkPacedFrames(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})
@@ -210,13 +223,16 @@ func BenchmarkPacedFrames(b *testing.B) {
 	dev := g.devMem(b, frameBytes)
 	host := randomBytes(frames*frameBytes, 40)
 	for _, w := range frameWays {
+		if w.streamOnly {
+			continue
+		}
 		move := frameMover(b, g, w, HostToDevice)
 		for _, rate := range []int{30, 300} {
 			b.Run(fmt.Sprintf("%s/fps=%d", w.name, rate), func(b *testing.B) {
 				defer allCPUs()()
 				period := time.Second / time.Duration(rate)
 				count := int(pacedFor / period)
-				var wall, cpu, el time.Duration
+				var wall, cpu, sys, el, idle, idleEl time.Duration
 				total := 0
 				for b.Loop() {
 					// One frame first, so that a copier's lanes and
@@ -224,8 +240,15 @@ func BenchmarkPacedFrames(b *testing.B) {
 					if err := move(host[:frameBytes], dev.Ptr()); err != nil {
 						b.Fatal(err)
 					}
-					time.Sleep(period)
-					cpu0, t0 := cpuTime(b), time.Now()
+					// The process's CPU time at rest, for comparison: what
+					// its threads burn with nothing to do (a driver's
+					// helper threads, left busy by an earlier way).
+					idle0, i0 := cpuTime(b), time.Now()
+					time.Sleep(max(period, 200*time.Millisecond))
+					idle += cpuTime(b) - idle0
+					idleEl += time.Since(i0)
+					u0, s0 := cpuTimes(b)
+					cpu0, t0 := u0+s0, time.Now()
 					for i := range count {
 						if d := time.Until(t0.Add(time.Duration(i) * period)); d > 0 {
 							time.Sleep(d)
@@ -238,13 +261,17 @@ func BenchmarkPacedFrames(b *testing.B) {
 						wall += time.Since(s)
 					}
 					el += time.Since(t0)
-					cpu += cpuTime(b) - cpu0
+					u1, s1 := cpuTimes(b)
+					cpu += u1 + s1 - cpu0
+					sys += s1 - s0
 					total += count
 				}
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(total), "cpu-ns/frame")
+				b.ReportMetric(float64(sys.Nanoseconds())/float64(total), "sys-ns/frame")
 				b.ReportMetric(float64(wall.Nanoseconds())/float64(total), "wall-ns/frame")
 				b.ReportMetric(cpu.Seconds()/el.Seconds(), "cpu-share")
 				b.ReportMetric(cpu.Seconds()*1e3/(float64(total)*frameBytes/1e9), "cpu-ms/GB")
+				b.ReportMetric(idle.Seconds()/idleEl.Seconds(), "idle-cpu-share")
 			})
 		}
 	}
