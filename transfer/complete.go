@@ -40,13 +40,10 @@ func (r *chunkedRun) complete(f inFlight) {
 		return
 	}
 	if o.dir == DeviceToHost {
-		// Streaming stores into the destination, whose lines need not be
-		// read first: device-to-host staging ran 1.1–1.2× faster from 32
-		// MiB on (docs/results/2026-12-01-paced-frames.md). The staging
-		// buffer stays cached: the next copy into it comes a window later.
-		// (Evicting it, as the cooperative mode does, made large copies
-		// slower.)
-		streamBytes(o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n])
+		// The staging buffer stays cached: the next copy into it comes a
+		// window later. (Evicting it, as the cooperative mode does, made
+		// large copies slower.)
+		copyOut(o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n], r.p.streamOut)
 	}
 	f.buf.Release()
 	c.events.put(f.ev)
@@ -64,4 +61,19 @@ func (c *Copier) waitAll(o op, path Path, evs []event, err error) error {
 		c.events.put(ev)
 	}
 	return err
+}
+
+// copyOut copies device-to-host bytes from staging into the destination:
+// with streaming stores when stream (the transfer stages alone), which
+// need not read the destination's lines first; device-to-host staging ran
+// 1.1–1.25× faster with them, from a 1 MiB transfer to 1 GiB and for a
+// stream of frames. With ten streams of frames at once they were 15%
+// slower than cached stores, so transfers that stage beside others copy
+// out cached (docs/results/2026-12-01-paced-frames.md).
+func copyOut(dst, src []byte, stream bool) {
+	if stream {
+		streamBytes(dst, src)
+		return
+	}
+	copyBytes(dst, src, false)
 }

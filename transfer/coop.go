@@ -217,10 +217,7 @@ func (r *coopRun) lane() {
 		if r.stop.Load() {
 			return
 		}
-		// Streaming stores: the destination's lines need not be read
-		// first, and the copy out ran up to 1.2× faster with them
-		// (docs/results/2026-12-01-paced-frames.md).
-		streamBytes(o.host[lo:hi], b)
+		copyOut(o.host[lo:hi], b, r.p.streamOut)
 		evictBytes(b) // the next DMA into it need not chase these lines
 	}
 }

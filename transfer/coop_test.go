@@ -14,7 +14,7 @@ import (
 // chunks counted, and that the staging is all back.
 func TestCoopSizes(t *testing.T) {
 	packed := defaultTuning()
-	packed.coopChunk = [2]int{testChunk / 4, testChunk / 4}
+	packed.coopChunk = testChunk / 4
 	for _, lanes := range []int{2, 3, 8} {
 		for _, tu := range []tuning{defaultTuning(), packed} {
 			coopSizes(t, lanes, tu)
@@ -25,7 +25,7 @@ func TestCoopSizes(t *testing.T) {
 func coopSizes(t *testing.T, lanes int, tu tuning) {
 	e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 64 * testChunk, Lanes: lanes, DirectBelow: -1}, tu)
 	e.d.latency.Store(int64(10 * time.Microsecond))
-	chunk := min(testChunk, tu.coopChunk[HostToDevice])
+	chunk := min(testChunk, tu.coopChunk)
 	for _, n := range []int{1, 63, 4095, 4097, tu.minStripe - 1, tu.minStripe + 1, chunk - 1, chunk, chunk + 1, testChunk - 1, testChunk, testChunk + 1, 7*testChunk + 4097, 32 * testChunk} {
 		t.Run(fmt.Sprintf("lanes=%d/chunk=%d/n=%d", lanes, chunk, n), func(t *testing.T) {
 			if p := planStaging(n, HostToDevice, 1, e.c.opt, tu); p.mode != cooperative {

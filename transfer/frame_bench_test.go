@@ -37,11 +37,8 @@ type namedCopier struct {
 // and in the direction where they differ from it.
 func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
 	opt := Options{DirectBelow: -1, Prewarm: true}
-	coop512 := defaultTuning()
-	coop512.coopChunk[DeviceToHost] = 512 << 10
 	return []namedCopier{
 		{name: "plan=default", c: g.tunedCopier(b, opt, defaultTuning()), bothWays: true},
-		{name: "plan=d2h-coop-512KiB", c: g.tunedCopier(b, opt, coop512), upTo: 16 << 20, only: DeviceToHost},
 	}
 }
 
@@ -62,14 +59,12 @@ func (g *gpu) tunedCopier(tb testing.TB, opt Options, tu tuning) *Copier {
 
 // frameWays are the ways BenchmarkFrameStream and BenchmarkPacedFrames
 // compare: the driver's copy, the default copier, a copier of 2 lanes,
-// and (BenchmarkFrameStream only) copiers that never spin or stage
-// device-to-host frames in 512 KiB chunks.
+// and (BenchmarkFrameStream only) a copier that never spins.
 var frameWays = []frameWay{
 	{name: "driver"},
 	{name: "copier=default", copier: tunedFrameCopier(Options{}, nil)},
 	{name: "copier=lanes-2", copier: tunedFrameCopier(Options{Lanes: 2}, nil)},
 	{name: "copier=spin-off", streamOnly: true, copier: tunedFrameCopier(Options{LaneSpin: -1}, nil)},
-	{name: "copier=d2h-coop-512KiB", streamOnly: true, copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coopChunk[DeviceToHost] = 512 << 10 })},
 }
 
 // tunedFrameCopier makes a prewarmed copier with options opt and the

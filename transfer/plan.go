@@ -40,6 +40,10 @@ type plan struct {
 	lanes  int // lanes that work on it, the calling goroutine among them
 	buffer int // bytes of a staging buffer: Options.ChunkSize, one window slot
 
+	// streamOut: device to host, the bytes leave staging with streaming
+	// stores (copyOut), when the transfer stages alone.
+	streamOut bool
+
 	// chunked mode
 	depth int // chunks a lane keeps in flight before it completes its oldest
 
@@ -62,15 +66,17 @@ type plan struct {
 // (ChunkSize if smaller), packed into as few staging buffers as hold them,
 // and every lane copies stripes of at least minStripe. Otherwise chunked,
 // in chunks of ChunkSize, or smaller ones (down to minChunk) when that is
-// what gives every lane a chunk.
+// what gives every lane a chunk. Device to host, a transfer that stages
+// alone copies its bytes out with streaming stores (see copyOut).
 func planStaging(n int, dir Direction, active int, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
 	if active > 1 {
 		lanes = min(lanes, max(2, ceilDiv(lanes, active)))
 	}
 	buf := o.ChunkSize
+	streamOut := dir == DeviceToHost && active == 1
 	if share := t.coopShare[dir]; lanes >= 2 && share > 0 {
-		chunk := min(buf, t.coopChunk[dir])
+		chunk := min(buf, t.coopChunk)
 		per := buf / chunk
 		chunks := ceilDiv(n, chunk)
 		buffers := ceilDiv(chunks, per)
@@ -81,7 +87,7 @@ func planStaging(n int, dir Direction, active int, o Options, t tuning) plan {
 			stripes := (chunks-1)*perChunk + ceilDiv(last, stripe)
 			return plan{
 				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
-				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
+				streamOut: streamOut, perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
 			}
 		}
 	}
@@ -89,7 +95,7 @@ func planStaging(n int, dir Direction, active int, o Options, t tuning) plan {
 	chunks := ceilDiv(n, chunk)
 	lanes = min(lanes, chunks)
 	return plan{
-		mode: chunked, n: n, chunk: chunk, chunks: chunks, lanes: lanes, buffer: buf,
+		mode: chunked, n: n, chunk: chunk, chunks: chunks, lanes: lanes, buffer: buf, streamOut: streamOut,
 		depth: max(2, ceilDiv(o.Slots(), lanes)),
 	}
 }

@@ -24,6 +24,9 @@ func TestPlanStaging(t *testing.T) {
 	coop := func(n, chunks, lanes, buffers, stripe, stripes int) plan {
 		return plan{mode: cooperative, n: n, chunk: MiB, chunks: chunks, lanes: lanes, buffer: 2 * MiB, perBuffer: 2, buffers: buffers, stripe: stripe, stripes: stripes}
 	}
+	// out: device to host, a transfer staging alone copies out with
+	// streaming stores.
+	out := func(p plan) plan { p.streamOut = true; return p }
 	for _, tc := range []struct {
 		n      int
 		dir    Direction
@@ -36,15 +39,15 @@ func TestPlanStaging(t *testing.T) {
 		{100, H, 1, def, defaultTuning(), coop(100, 1, 1, 1, 128<<10, 1)},
 		{MiB, H, 1, def, defaultTuning(), coop(MiB, 1, 8, 1, 128<<10, 8)},
 		{frameBytes, H, 1, def, defaultTuning(), coop(frameBytes, 3, 8, 2, 128<<10, 24)},
-		{frameBytes, D, 1, def, defaultTuning(), coop(frameBytes, 3, 8, 2, 128<<10, 24)},
-		{8 * MiB, D, 1, def, defaultTuning(), coop(8*MiB, 8, 8, 4, 128<<10, 64)},
+		{frameBytes, D, 1, def, defaultTuning(), out(coop(frameBytes, 3, 8, 2, 128<<10, 24))},
+		{8 * MiB, D, 1, def, defaultTuning(), out(coop(8*MiB, 8, 8, 4, 128<<10, 64))},
 		// One rule per direction, no cliff at 8 MiB: device to host
 		// cooperative up to half the window, host to device up to all of it.
-		{16 * MiB, D, 1, def, defaultTuning(), coop(16*MiB, 16, 8, 8, 128<<10, 128)},
-		{16*MiB + 1, D, 1, def, defaultTuning(), plan{mode: chunked, n: 16*MiB + 1, chunk: 2 * MiB, chunks: 9, lanes: 8, buffer: 2 * MiB, depth: 2}},
+		{16 * MiB, D, 1, def, defaultTuning(), out(coop(16*MiB, 16, 8, 8, 128<<10, 128))},
+		{16*MiB + 1, D, 1, def, defaultTuning(), out(plan{mode: chunked, n: 16*MiB + 1, chunk: 2 * MiB, chunks: 9, lanes: 8, buffer: 2 * MiB, depth: 2})},
 		{32 * MiB, H, 1, def, defaultTuning(), coop(32*MiB, 32, 8, 16, 128<<10, 256)},
 		{32*MiB + 1, H, 1, def, defaultTuning(), plan{mode: chunked, n: 32*MiB + 1, chunk: 2 * MiB, chunks: 17, lanes: 8, buffer: 2 * MiB, depth: 2}},
-		{64 * MiB, D, 1, def, defaultTuning(), plan{mode: chunked, n: 64 * MiB, chunk: 2 * MiB, chunks: 32, lanes: 8, buffer: 2 * MiB, depth: 2}},
+		{64 * MiB, D, 1, def, defaultTuning(), out(plan{mode: chunked, n: 64 * MiB, chunk: 2 * MiB, chunks: 32, lanes: 8, buffer: 2 * MiB, depth: 2})},
 		// Load: transfers staging at once share the lanes, two at least.
 		{frameBytes, H, 2, def, defaultTuning(), coop(frameBytes, 3, 4, 2, 256<<10, 12)},
 		{frameBytes, H, 3, def, defaultTuning(), coop(frameBytes, 3, 3, 2, 352256, 9)},
@@ -52,13 +55,13 @@ func TestPlanStaging(t *testing.T) {
 		{64 * MiB, H, 4, def, defaultTuning(), plan{mode: chunked, n: 64 * MiB, chunk: 2 * MiB, chunks: 32, lanes: 2, buffer: 2 * MiB, depth: 8}},
 		// One lane: chunked, the lane's chunk as large as a buffer allows.
 		{frameBytes, H, 1, opts(Options{Lanes: 1}), defaultTuning(), plan{mode: chunked, n: frameBytes, chunk: 2 * MiB, chunks: 2, lanes: 1, buffer: 2 * MiB, depth: 16}},
-		{100, D, 1, opts(Options{Lanes: 1}), defaultTuning(), plan{mode: chunked, n: 100, chunk: 256 << 10, chunks: 1, lanes: 1, buffer: 2 * MiB, depth: 16}},
+		{100, D, 1, opts(Options{Lanes: 1}), defaultTuning(), out(plan{mode: chunked, n: 100, chunk: 256 << 10, chunks: 1, lanes: 1, buffer: 2 * MiB, depth: 16})},
 		// Four lanes: wider stripes.
 		{frameBytes, H, 1, opts(Options{Lanes: 4}), defaultTuning(), coop(frameBytes, 3, 4, 2, 256<<10, 12)},
 		// Small buffers: a chunk per buffer, cooperative while the buffers
 		// fit in the direction's share of the window.
-		{2 * testChunk, D, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), plan{mode: cooperative, n: 2 * testChunk, chunk: testChunk, chunks: 2, lanes: 2, buffer: testChunk, perBuffer: 1, buffers: 2, stripe: 64 << 10, stripes: 2}},
-		{3 * testChunk, D, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), plan{mode: chunked, n: 3 * testChunk, chunk: testChunk, chunks: 3, lanes: 3, buffer: testChunk, depth: 2}},
+		{2 * testChunk, D, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), out(plan{mode: cooperative, n: 2 * testChunk, chunk: testChunk, chunks: 2, lanes: 2, buffer: testChunk, perBuffer: 1, buffers: 2, stripe: 64 << 10, stripes: 2})},
+		{3 * testChunk, D, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), out(plan{mode: chunked, n: 3 * testChunk, chunk: testChunk, chunks: 3, lanes: 3, buffer: testChunk, depth: 2})},
 		{4 * testChunk, H, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), plan{mode: cooperative, n: 4 * testChunk, chunk: testChunk, chunks: 4, lanes: 4, buffer: testChunk, perBuffer: 1, buffers: 4, stripe: 64 << 10, stripes: 4}},
 		// A buffer that is not a multiple of the chunk: two chunks a buffer.
 		{5 * MiB, H, 1, opts(Options{Lanes: 8, ChunkSize: 5 << 19}), defaultTuning(), plan{mode: cooperative, n: 5 * MiB, chunk: MiB, chunks: 5, lanes: 8, buffer: 5 << 19, perBuffer: 2, buffers: 3, stripe: 128 << 10, stripes: 40}},

@@ -5,11 +5,10 @@ package transfer
 // ones. The package's benchmarks build copiers with other values
 // (newCopierTuned) to compare them with the defaults in the same run.
 type tuning struct {
-	// coopChunk is the chunk size of a cooperative transfer, per
-	// direction: small, so that the first DMA starts early and the last
-	// one ends soon after the last CPU copy; several such chunks share one
-	// staging buffer.
-	coopChunk [2]int
+	// coopChunk is the chunk size of a cooperative transfer: small, so
+	// that the first DMA starts early and the last one ends soon after the
+	// last CPU copy; several such chunks share one staging buffer.
+	coopChunk int
 	// coopShare is the share of the window a cooperative transfer may
 	// hold, per direction, as a divisor: 1 is the whole window, 2 half of
 	// it. Zero turns the cooperative mode off. Host to device, the
@@ -27,7 +26,7 @@ type tuning struct {
 // defaultTuning is the tuning of every copier made by New.
 func defaultTuning() tuning {
 	return tuning{
-		coopChunk: [2]int{HostToDevice: 1 << 20, DeviceToHost: 1 << 20},
+		coopChunk: 1 << 20,
 		coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
 		minStripe: 64 << 10, minChunk: 256 << 10,
 	}
