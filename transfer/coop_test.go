@@ -28,7 +28,7 @@ func coopSizes(t *testing.T, lanes int, tu tuning) {
 	chunk := min(testChunk, tu.coopChunk)
 	for _, n := range []int{1, 63, 4095, 4097, tu.minStripe - 1, tu.minStripe + 1, chunk - 1, chunk, chunk + 1, testChunk - 1, testChunk, testChunk + 1, 7*testChunk + 4097, 32 * testChunk} {
 		t.Run(fmt.Sprintf("lanes=%d/chunk=%d/n=%d", lanes, chunk, n), func(t *testing.T) {
-			if p := planStaging(n, HostToDevice, 1, e.c.opt, tu); p.mode != cooperative {
+			if p := planStaging(n, HostToDevice, 1, false, e.c.opt, tu); p.mode != cooperative {
 				t.Fatalf("plan %+v, want cooperative", p)
 			}
 			src := randomBytes(n, uint64(n))
@@ -67,7 +67,7 @@ func TestCoopFallsBack(t *testing.T) {
 		n    int
 		busy bool
 	}{{2 * testChunk, true}, {5 * testChunk, false}} {
-		p := planStaging(tc.n, HostToDevice, 1, e.c.opt, e.c.tune)
+		p := planStaging(tc.n, HostToDevice, 1, false, e.c.opt, e.c.tune)
 		if want := map[bool]mode{true: cooperative, false: chunked}[tc.busy]; p.mode != want {
 			t.Fatalf("%d bytes: plan %v, want %v", tc.n, p.mode, want)
 		}

@@ -68,7 +68,7 @@ func TestLargeDefaultChunk(t *testing.T) {
 	}
 	sameBytes(t, "back", back, src)
 	st := e.c.Stats()
-	unit := planStaging(n, HostToDevice, 1, e.c.opt, e.c.tune).chunk
+	unit := planStaging(n, HostToDevice, 1, false, e.c.opt, e.c.tune).chunk
 	chunks := (n + unit - 1) / unit
 	if st.Chunks != uint64(2*chunks) || st.ToDevice.Staged.Bytes != n || st.FromDevice.Staged.Bytes != n || st.Last.GBps() <= 0 {
 		t.Fatalf("stats %+v", st)

@@ -51,6 +51,13 @@ func (l *standingLanes) arrive() int {
 	return int(active)
 }
 
+// asleep reports whether the latest staged transfer found the standing
+// lanes asleep: it came more than LaneSpin after the one before (after
+// any gap when lanes never spin), so that its lanes did not spin.
+func (l *standingLanes) asleep() bool {
+	return time.Duration(l.lastGap.Load()) > max(l.spin, 0)
+}
+
 // leave notes the end of a staged transfer.
 func (l *standingLanes) leave() {
 	l.lastEnd.Store(int64(time.Since(epoch)))

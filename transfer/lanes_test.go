@@ -140,3 +140,39 @@ func TestLanesGapRule(t *testing.T) {
 		t.Fatalf("LaneSpin negative: spin %v", got)
 	}
 }
+
+// TestLanesAsleep checks when a staged transfer finds the standing lanes
+// asleep: the first transfer, and one that comes more than LaneSpin after
+// the one before; not one that follows within LaneSpin or overlaps
+// another; with spinning off, after any gap.
+func TestLanesAsleep(t *testing.T) {
+	l := newStandingLanes(1, 50*time.Millisecond)
+	defer l.stop()
+	step := func(what string, want bool) {
+		t.Helper()
+		l.arrive()
+		if got := l.asleep(); got != want {
+			t.Errorf("%s: asleep %v, want %v", what, got, want)
+		}
+	}
+	step("the first transfer", true)
+	l.leave()
+	step("right after", false)
+	step("overlapping", false)
+	l.leave()
+	l.leave()
+	time.Sleep(80 * time.Millisecond)
+	step("after a pause longer than LaneSpin", true)
+	l.leave()
+
+	never := newStandingLanes(1, -1)
+	defer never.stop()
+	never.arrive()
+	never.leave()
+	time.Sleep(time.Millisecond)
+	never.arrive()
+	if !never.asleep() {
+		t.Error("spinning off: lanes awake after a gap")
+	}
+	never.leave()
+}

@@ -56,7 +56,7 @@ type plan struct {
 
 // planStaging decides how a staged transfer of n > 0 bytes in direction
 // dir runs, when active transfers of the copier stage at once (this one
-// among them).
+// among them) and the standing lanes are asleep or not.
 //
 // Lanes: Options.Lanes, shared among the transfers staging at once (each
 // caller is a lane of its own, so more lanes per transfer only make the
@@ -64,11 +64,13 @@ type plan struct {
 // has two lanes or more and its staging fits in the direction's share of
 // the window (tuning.coopShare); then its chunks are coopChunk bytes
 // (ChunkSize if smaller), packed into as few staging buffers as hold them,
-// and every lane copies stripes of at least minStripe. Otherwise chunked,
+// and every lane copies stripes of at least minStripe; host to device,
+// when the lanes are asleep, it asks for 1/coldShare of its lanes (two at
+// least). Otherwise chunked,
 // in chunks of ChunkSize, or smaller ones (down to minChunk) when that is
 // what gives every lane a chunk. Device to host, a transfer that stages
 // alone copies its bytes out with streaming stores (see copyOut).
-func planStaging(n int, dir Direction, active int, o Options, t tuning) plan {
+func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
 	if active > 1 {
 		lanes = min(lanes, max(2, ceilDiv(lanes, active)))
@@ -85,6 +87,9 @@ func planStaging(n int, dir Direction, active int, o Options, t tuning) plan {
 			perChunk := ceilDiv(chunk, stripe)
 			last := n - (chunks-1)*chunk
 			stripes := (chunks-1)*perChunk + ceilDiv(last, stripe)
+			if dir == HostToDevice && asleep && t.coldShare > 1 {
+				lanes = max(2, ceilDiv(lanes, t.coldShare))
+			}
 			return plan{
 				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
 				streamOut: streamOut, perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,

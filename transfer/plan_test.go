@@ -68,7 +68,7 @@ func TestPlanStaging(t *testing.T) {
 		// The cooperative mode off.
 		{MiB, H, 1, def, chunkedOnly(), plan{mode: chunked, n: MiB, chunk: 256 << 10, chunks: 4, lanes: 4, buffer: 2 * MiB, depth: 4}},
 	} {
-		if got := planStaging(tc.n, tc.dir, tc.active, tc.o, tc.tu); got != tc.want {
+		if got := planStaging(tc.n, tc.dir, tc.active, false, tc.o, tc.tu); got != tc.want {
 			t.Errorf("planStaging(%d, %v, %d active, Lanes %d, ChunkSize %d, WindowBytes %d, %+v)\n got %+v\nwant %+v", tc.n, tc.dir, tc.active, tc.o.Lanes, tc.o.ChunkSize, tc.o.WindowBytes, tc.tu, got, tc.want)
 		}
 	}
@@ -85,7 +85,7 @@ func TestPlanOneSwitch(t *testing.T) {
 		limit := int(o.WindowBytes) / tu.coopShare[d]
 		last := cooperative
 		for n := 64 << 10; n <= 64<<20; n += 64 << 10 {
-			m := planStaging(n, d, 1, o, tu).mode
+			m := planStaging(n, d, 1, false, o, tu).mode
 			if want := map[bool]mode{true: cooperative, false: chunked}[n <= limit]; m != want {
 				t.Fatalf("%v, %d bytes: %v, want %v", d, n, m, want)
 			}
@@ -118,7 +118,7 @@ func TestPlanCovers(t *testing.T) {
 		}
 		n := 1 + r.IntN(64<<20)
 		d, active := Direction(r.IntN(2)), 1+r.IntN(12)
-		p := planStaging(n, d, active, o, defaultTuning())
+		p := planStaging(n, d, active, r.IntN(2) == 0, o, defaultTuning())
 		what := fmt.Sprintf("n %d, %v, %d active, Lanes %d, ChunkSize %d, WindowBytes %d: %+v", n, d, active, o.Lanes, o.ChunkSize, o.WindowBytes, p)
 		if p.chunk <= 0 || p.chunk > p.buffer || (p.chunks-1)*p.chunk >= n || p.chunks*p.chunk < n {
 			t.Fatalf("%s: chunks do not cover the transfer", what)
@@ -168,5 +168,48 @@ func TestChunkFor(t *testing.T) {
 		if got := chunkFor(tc.n, tc.chunk, tc.lanes, minChunk); got != tc.want {
 			t.Errorf("chunkFor(%d, %d, %d) = %d, want %d", tc.n, tc.chunk, tc.lanes, got, tc.want)
 		}
+	}
+}
+
+// TestPlanAsleep checks the rule for a transfer that finds the standing
+// lanes asleep: a cooperative host-to-device transfer asks for half its
+// lanes (two at least), while device to host, chunked transfers and
+// transfers that find the lanes awake keep them all.
+func TestPlanAsleep(t *testing.T) {
+	const MiB = 1 << 20
+	for _, tc := range []struct {
+		n      int
+		dir    Direction
+		lanes  int
+		asleep bool
+		want   int
+	}{
+		{frameBytes, HostToDevice, 8, true, 4},
+		{frameBytes, HostToDevice, 8, false, 8},
+		{frameBytes, DeviceToHost, 8, true, 8},
+		{frameBytes, HostToDevice, 3, true, 2},
+		{frameBytes, HostToDevice, 2, true, 2},
+		{32 * MiB, HostToDevice, 8, true, 4},
+		{64 * MiB, HostToDevice, 8, true, 8}, // chunked
+		{100, HostToDevice, 8, true, 1},      // one stripe
+	} {
+		o, err := Options{Lanes: tc.lanes}.Defaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := planStaging(tc.n, tc.dir, 1, tc.asleep, o, defaultTuning()).lanes; got != tc.want {
+			t.Errorf("%d bytes %v, Lanes %d, asleep %v: %d lanes, want %d", tc.n, tc.dir, tc.lanes, tc.asleep, got, tc.want)
+		}
+	}
+	// Another tuning's share, and none.
+	o, _ := Options{Lanes: 8}.Defaults()
+	tu := defaultTuning()
+	tu.coldShare = 4
+	if got := planStaging(frameBytes, HostToDevice, 1, true, o, tu).lanes; got != 2 {
+		t.Errorf("coldShare 4: %d lanes, want 2", got)
+	}
+	tu.coldShare = 0
+	if got := planStaging(frameBytes, HostToDevice, 1, true, o, tu).lanes; got != 8 {
+		t.Errorf("coldShare 0: %d lanes, want 8", got)
 	}
 }

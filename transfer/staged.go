@@ -20,7 +20,8 @@ import (
 func (c *Copier) staged(ctx context.Context, o op) error {
 	active := c.lanes.arrive()
 	defer c.lanes.leave()
-	p := planStaging(len(o.host), o.dir, active, c.opt, c.tune)
+	asleep := c.lanes.asleep()
+	p := planStaging(len(o.host), o.dir, active, asleep, c.opt, c.tune)
 	if p.mode == cooperative {
 		if ok, err := c.coop(ctx, o, p); ok {
 			return err
@@ -28,7 +29,7 @@ func (c *Copier) staged(ctx context.Context, o op) error {
 		// The window or the pool could not give the transfer all its
 		// staging at once: run it chunked, which waits for staging as it
 		// goes.
-		p = planStaging(len(o.host), o.dir, active, c.opt, tuning{minChunk: c.tune.minChunk})
+		p = planStaging(len(o.host), o.dir, active, asleep, c.opt, tuning{minChunk: c.tune.minChunk})
 	}
 	return c.chunked(ctx, o, p)
 }

@@ -349,7 +349,7 @@ func TestGPUStagedConcurrent(t *testing.T) {
 					for _, d := range []Direction{HostToDevice, DeviceToHost} {
 						for active := 1; active <= 2*nG; active++ {
 							for _, tu := range []tuning{defaultTuning(), chunkedOnly()} {
-								k := int64(planStaging(n, d, active, o, tu).chunks)
+								k := int64(planStaging(n, d, active, false, o, tu).chunks)
 								lo, hi = min(lo, k), max(hi, k)
 							}
 						}

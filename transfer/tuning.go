@@ -21,6 +21,15 @@ type tuning struct {
 	// minChunk is the smallest chunk of the chunked mode when a transfer is
 	// cut finer than ChunkSize to give every lane work.
 	minChunk int
+	// coldShare divides the lanes of a cooperative host-to-device
+	// transfer that finds the standing lanes asleep (zero: all lanes).
+	// Its caller starts copying at once, and lanes that wake up late find
+	// most of the work done but still pay their wake-up: in a paced stream
+	// of frames, half the lanes moved a frame as fast and cost 10–20% less
+	// CPU time (docs/results/2026-12-01-paced-frames.md). Device to host,
+	// the lanes wake while the first chunk's DMA runs, and all of them
+	// copy out.
+	coldShare int
 }
 
 // defaultTuning is the tuning of every copier made by New.
@@ -28,6 +37,6 @@ func defaultTuning() tuning {
 	return tuning{
 		coopChunk: 1 << 20,
 		coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
-		minStripe: 64 << 10, minChunk: 256 << 10,
+		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2,
 	}
 }
