@@ -13,11 +13,12 @@
 # sizes.txt, frames.txt, paced.txt, paced-alone.txt (each engine's default
 # copier and the driver in processes of their own, alternating), costs.txt
 # (a memory-guard look, cuda.IsPinned). docs/results/2026-12-01-transfer-shape.md
-# describes a run and how its base binary was built.
+# and docs/results/2026-12-01-paced-frames.md describe runs and how their
+# base binaries were built.
 set -uo pipefail
 mode=${1:-}
 dir=${2:-}
-[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,15p' "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,17p' "$0"; exit 2; }
 case $mode in
 build)
 	mkdir -p "$dir"

@@ -21,7 +21,10 @@
 //   - Pinned (PathPinned): memory that is already page-locked, such as a
 //     pool buffer (ToDeviceBuffer, or any slice cuda.IsPinned accepts), goes
 //     as one asynchronous copy with no staging: the ceiling. Keep data that
-//     moves often in pool buffers.
+//     moves often in pool buffers. (The driver is asked about memory that
+//     no registration covers; a range of staged size it calls pageable is
+//     remembered as such for a second, so memory that other code pins
+//     meanwhile is staged, correctly, until then.)
 //   - Direct (PathDirect): pageable memory below Options.DirectBelow goes
 //     through the driver's synchronous copy, which stages it itself: for
 //     small copies the fixed costs dominate every path.
@@ -43,7 +46,8 @@
 // the figures, the benchmarks of this package that re-measure them
 // (BenchmarkStagedSizes, BenchmarkFrameStream, BenchmarkPacedFrames,
 // BenchmarkTransfer), and the CPU time that staging costs beside the
-// driver's own copy are in docs/results/2026-12-01-transfer-shape.md and
+// driver's own copy are in docs/results/2026-12-01-paced-frames.md,
+// docs/results/2026-12-01-transfer-shape.md and
 // docs/results/2026-11-30-transfers-at-scale.md.
 //
 // # Reading the package

@@ -37,8 +37,11 @@ type namedCopier struct {
 // and in the direction where they differ from it.
 func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
 	opt := Options{DirectBelow: -1, Prewarm: true}
+	allLanes := defaultTuning()
+	allLanes.coldShare = 0
 	return []namedCopier{
 		{name: "plan=default", c: g.tunedCopier(b, opt, defaultTuning()), bothWays: true},
+		{name: "plan=all-lanes-asleep", c: g.tunedCopier(b, opt, allLanes), upTo: 32 << 20, only: HostToDevice},
 	}
 }
 
@@ -58,11 +61,13 @@ func (g *gpu) tunedCopier(tb testing.TB, opt Options, tu tuning) *Copier {
 }
 
 // frameWays are the ways BenchmarkFrameStream and BenchmarkPacedFrames
-// compare: the driver's copy, the default copier, a copier of 2 lanes,
-// and (BenchmarkFrameStream only) a copier that never spins.
+// compare: the driver's copy, the default copier, one that wakes all its
+// lanes for a frame that finds them asleep (tuning.coldShare off), a
+// copier of 2 lanes, and (BenchmarkFrameStream only) one that never spins.
 var frameWays = []frameWay{
 	{name: "driver"},
 	{name: "copier=default", copier: tunedFrameCopier(Options{}, nil)},
+	{name: "copier=all-lanes-asleep", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coldShare = 0 })},
 	{name: "copier=lanes-2", copier: tunedFrameCopier(Options{Lanes: 2}, nil)},
 	{name: "copier=spin-off", streamOnly: true, copier: tunedFrameCopier(Options{LaneSpin: -1}, nil)},
 }

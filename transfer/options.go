@@ -36,7 +36,11 @@ type Options struct {
 	// calling goroutine and up to Lanes-1 standing lanes of the copier,
 	// which copy between pageable memory and staging buffers in parallel
 	// with each other and with the DMA. 1 stages on the calling goroutine
-	// alone. Zero means min(GOMAXPROCS, DefaultMaxLanes).
+	// alone. A transfer of at most the window host to device that finds
+	// the standing lanes asleep (it came more than LaneSpin after the one
+	// before) takes half of them: its caller starts at once, and lanes that
+	// wake up late find little left to copy. Zero means min(GOMAXPROCS,
+	// DefaultMaxLanes).
 	Lanes int
 
 	// LaneSpin is how long a standing lane keeps looking for the next
