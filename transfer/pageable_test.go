@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 )
@@ -124,4 +125,32 @@ func TestPageableAskedOnce(t *testing.T) {
 			t.Fatalf("path %v after Register", p)
 		}
 	})
+}
+
+// TestPageableMemoConcurrent adds and looks up ranges from many goroutines
+// at once (run with -race): readers see whole entries, the memo never
+// holds more than memoSize ranges, and a range added is found by its
+// adder right after.
+func TestPageableMemoConcurrent(t *testing.T) {
+	var m pageableMemo
+	mem := make([]byte, 1<<20)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				lo := ((g*500 + i) * 64) % (len(mem) - 4096)
+				b := mem[lo : lo+4096]
+				m.add(b)
+				if !m.has(b[100:200]) && len(*m.entries.Load()) < memoSize {
+					t.Errorf("a range just added is not found")
+					return
+				}
+				m.has(mem[:100])
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(*m.entries.Load()); n > memoSize {
+		t.Fatalf("%d entries, at most %d", n, memoSize)
+	}
 }
