@@ -30,12 +30,11 @@ import (
 
 // How often the janitor looks at the headroom while the pool holds
 // memory: every pressureTick while a headroom is within nearFloor times
-// its floor, every pressureTickFar while all are further. Looking every
-// pressureTick whatever the headroom kept a process with an idle copier at
-// 0.8–1.2% of a core on the GPU host, 0.15–0.5% since (a look itself takes
-// about 40 µs; the wake-ups cost the rest): about 200 µs of CPU time per
-// frame of a stream at 30 frames a second
-// (docs/results/2026-12-01-paced-frames.md).
+// its floor, every pressureTickFar while all are further. A look is cheap,
+// but waking for one 20 times a second whatever the headroom kept an idle
+// process busy enough to show in the CPU time per frame of a paced stream
+// (docs/results/2026-12-01-paced-frames.md); far from the floor, a slower
+// reaction costs nothing.
 const (
 	pressureTick    = 50 * time.Millisecond
 	pressureTickFar = 500 * time.Millisecond

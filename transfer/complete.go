@@ -65,11 +65,9 @@ func (c *Copier) waitAll(o op, path Path, evs []event, err error) error {
 
 // copyOut copies device-to-host bytes from staging into the destination:
 // with streaming stores when stream (the transfer stages alone), which
-// need not read the destination's lines first. Device-to-host staging ran
-// 1.09–1.18× faster with them from 32 MiB to 256 MiB and 1.14× for a
-// stream of frames (0.99–1.12× below 32 MiB). With ten streams of frames
-// at once they were 15% slower than cached stores, so transfers that
-// stage beside others copy out cached
+// need not read the destination's lines first and were faster for large
+// transfers and streams of frames; with many transfers staging at once
+// they were slower than cached stores, so those copy out cached
 // (docs/results/2026-12-01-paced-frames.md).
 func copyOut(dst, src []byte, stream bool) {
 	if stream {
