@@ -40,14 +40,20 @@ func newEnv(t testing.TB, opt Options) *env {
 // newEnvTuned is newEnv with a copier of tuning tu.
 func newEnvTuned(t testing.TB, opt Options, tu tuning) *env {
 	t.Helper()
-	g0 := runtime.NumGoroutine()
 	d := newFakeDevice()
+	return newEnvOn(t, d, d, opt, tu)
+}
+
+// newEnvOn is newEnvTuned with a copier over dev, which is d or wraps it.
+func newEnvOn(t testing.TB, dev device, d *fakeDevice, opt Options, tu tuning) *env {
+	t.Helper()
+	g0 := runtime.NumGoroutine()
 	be := &fakeBackend{d: d}
 	pool, err := pinpool.New(pinpool.Options{Backend: be, MinAvailable: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := newCopier(pool, d, opt, tu)
+	c, err := newCopier(pool, dev, opt, tu)
 	if err != nil {
 		t.Fatal(err)
 	}
