@@ -19,7 +19,7 @@
 set -uo pipefail
 mode=${1:-}
 dir=${2:-}
-[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,19p' "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,18p' "$0"; exit 2; }
 case $mode in
 build)
 	mkdir -p "$dir"
