@@ -54,8 +54,12 @@ type staging struct {
 	buf pinpool.Buffer
 }
 
-// stage takes a window slot and a staging buffer of ChunkSize bytes.
+// stage takes a window slot and a staging buffer of ChunkSize bytes, or
+// returns ctx's error, before taking anything when ctx has already ended.
 func (c *Copier) stage(ctx context.Context) (staging, error) {
+	if err := ctx.Err(); err != nil {
+		return staging{}, err
+	}
 	if err := c.win.acquire(ctx); err != nil {
 		return staging{}, err
 	}
@@ -142,9 +146,6 @@ func (c *Copier) stagedLanes(ctx context.Context, ps []piece, p *progress, work 
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	piece := func(i int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		s, err := c.stage(ctx)
 		if err != nil {
 			return err

@@ -63,10 +63,6 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 		if p.stop.Load() {
 			break
 		}
-		if err := ctx.Err(); err != nil {
-			p.fail(err)
-			break
-		}
 		s, err := c.stage(ctx)
 		if err != nil {
 			p.fail(err)
@@ -120,10 +116,6 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 		defer close(queue)
 		for _, pc := range ps {
 			if p.stop.Load() {
-				return
-			}
-			if err := ctx.Err(); err != nil {
-				p.fail(err)
 				return
 			}
 			s, err := c.stage(ctx)
