@@ -20,12 +20,10 @@ func sizeLabel(n int) string {
 }
 
 // namedCopier is a copier that BenchmarkStagedSizes compares, at sizes
-// from from up to upTo (0: no bound), in direction only (both when
-// bothWays).
+// up to upTo (0: every size), in direction only (both when bothWays).
 type namedCopier struct {
 	name     string
 	c        *Copier
-	from     int
 	upTo     int
 	only     Direction
 	bothWays bool
