@@ -62,8 +62,7 @@ func (p *Pool) runJanitor() {
 				c.cache.clean()
 			}
 		case <-pressure.C:
-			_, next := p.relievePressure()
-			pressure.Reset(next)
+			pressure.Reset(p.relievePressure())
 		case <-j.stopCh:
 			p.drainAfterClose()
 			return

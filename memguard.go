@@ -154,22 +154,21 @@ func (e *cgroupLimitError) Is(target error) bool {
 }
 
 // relievePressure frees idle memory of every class, sparing what Reserve
-// keeps, when a headroom is below its floor. It returns the bytes freed
-// and when to look again.
-func (p *Pool) relievePressure() (freed int64, next time.Duration) {
+// keeps, when a headroom is below its floor, and returns when to look
+// again. (What it frees is counted in Stats.TrimsBy as TrimPressure.)
+func (p *Pool) relievePressure() (next time.Duration) {
 	co := p.core
 	if co.budget.held.Load() == 0 {
-		return 0, pressureTick // no look: nothing to free
+		return pressureTick // no look: nothing to free
 	}
 	pressed, near := co.guard.pressure()
 	if !near {
-		return 0, pressureTickFar
+		return pressureTickFar
 	}
 	if pressed {
 		for _, c := range p.classList() {
-			f, _ := c.trimClass(trimPlan{want: -1, keep: int(c.reserved.Load()), reason: TrimPressure})
-			freed += f
+			c.trimClass(trimPlan{want: -1, keep: int(c.reserved.Load()), reason: TrimPressure})
 		}
 	}
-	return freed, pressureTick
+	return pressureTick
 }
