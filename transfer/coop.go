@@ -218,7 +218,13 @@ func (r *coopRun) lane() {
 			return
 		}
 		copyOut(o.host[lo:hi], b, r.p.streamOut)
-		evictBytes(b) // the next DMA into it need not chase these lines
+		// The next DMA into this staging need not chase its lines in
+		// this core's caches.
+		if r.p.demote {
+			demoteBytes(b)
+		} else {
+			evictBytes(b)
+		}
 	}
 }
 

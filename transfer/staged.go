@@ -135,10 +135,15 @@ func (r *chunkedRun) lane() {
 		}
 		b := buf.Bytes()[:m]
 		if o.dir == HostToDevice {
-			// Cached stores: a large transfer's chunks cycle through a
-			// window that stays in the last-level cache, where streaming
-			// stores would add two trips to memory per byte.
-			copyBytes(b, o.host[off:off+m], true)
+			// Cached stores between the edges: a large transfer's chunks
+			// cycle through a window that stays in the last-level cache,
+			// where streaming stores would add two trips to memory per
+			// byte.
+			if r.p.streamIn(off) {
+				streamBytes(b, o.host[off:off+m])
+			} else {
+				copyBytes(b, o.host[off:off+m], true)
+			}
 		}
 		ev, err := c.issueLocked(o, off, b)
 		if err != nil {

@@ -2,6 +2,10 @@ package transfer
 
 import (
 	"context"
+	"fmt"
+	rtrace "runtime/trace"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,12 +42,14 @@ func (t *trace) reset() {
 }
 
 func (t *trace) issued(n int) {
+	rtrace.Log(context.Background(), "issued", strconv.Itoa(n))
 	t.mu.Lock()
 	t.issues = append(t.issues, traceIssue{time.Since(t.start), n})
 	t.mu.Unlock()
 }
 
 func (t *trace) waited() {
+	rtrace.Log(context.Background(), "waited", "")
 	t.mu.Lock()
 	t.waits = append(t.waits, time.Since(t.start))
 	t.mu.Unlock()
@@ -156,4 +162,23 @@ func TestTracedDevice(t *testing.T) {
 			}
 		}
 	}
+}
+
+// timeline is the trace as text, for a benchmark's log: when each copy was
+// queued (µs since the start, and its KiB) and when each event wait
+// returned, then the transfer's total.
+func (t *trace) timeline(total time.Duration) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var s strings.Builder
+	s.WriteString("issued:")
+	for _, c := range t.issues {
+		fmt.Fprintf(&s, " %d(%dK)", c.at.Microseconds(), c.n>>10)
+	}
+	s.WriteString("\nwaited:")
+	for _, w := range t.waits {
+		fmt.Fprintf(&s, " %d", w.Microseconds())
+	}
+	fmt.Fprintf(&s, "\ntotal: %d µs", total.Microseconds())
+	return s.String()
 }
