@@ -124,7 +124,7 @@ func (r *coopRun) run() {
 		r.landed.Store(int64(p.chunks) + 1) // wake any lane still waiting: done or failed
 	}
 	r.lane()
-	r.endJoins()
+	r.endJoins(r.c.lanes.endSpinFor())
 	r.finish(settled, failed)
 }
 
@@ -218,13 +218,7 @@ func (r *coopRun) lane() {
 			return
 		}
 		copyOut(o.host[lo:hi], b, r.p.streamOut)
-		// The next DMA into this staging need not chase its lines in
-		// this core's caches.
-		if r.p.demote {
-			demoteBytes(b)
-		} else {
-			evictBytes(b)
-		}
+		evictBytes(b) // the next DMA into it need not chase these lines
 	}
 }
 

@@ -37,17 +37,9 @@ func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
 	opt := Options{DirectBelow: -1, Prewarm: true}
 	allLanes := defaultTuning()
 	allLanes.coldShare = 0
-	evict := defaultTuning()
-	evict.demoteOut = false
-	ramp15, ramp2 := defaultTuning(), defaultTuning()
-	ramp15.rampFrom, ramp15.rampGrowth = 256<<10, 150
-	ramp2.rampFrom, ramp2.rampGrowth = 256<<10, 200
 	return []namedCopier{
 		{name: "plan=default", c: g.tunedCopier(b, opt, defaultTuning()), bothWays: true},
 		{name: "plan=all-lanes-asleep", c: g.tunedCopier(b, opt, allLanes), upTo: 32 << 20, only: HostToDevice},
-		{name: "plan=evict", c: g.tunedCopier(b, opt, evict), upTo: 16 << 20, only: DeviceToHost},
-		{name: "plan=ramp-1.5x", c: g.tunedCopier(b, opt, ramp15), bothWays: true},
-		{name: "plan=ramp-2x", c: g.tunedCopier(b, opt, ramp2), bothWays: true},
 	}
 }
 
@@ -75,7 +67,6 @@ var frameWays = []frameWay{
 	{name: "copier=default", copier: tunedFrameCopier(Options{}, nil)},
 	{name: "copier=all-lanes-asleep", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coldShare = 0 })},
 	{name: "copier=lanes-2", copier: tunedFrameCopier(Options{Lanes: 2}, nil)},
-	{name: "copier=evict", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.demoteOut = false })},
 	{name: "copier=spin-off", streamOnly: true, copier: tunedFrameCopier(Options{LaneSpin: -1}, nil)},
 }
 

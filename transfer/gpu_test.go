@@ -32,6 +32,7 @@ type gpu struct {
 // without a GPU (or when the device cannot do what bopt asks).
 func newGPU(tb testing.TB, bopt cudahost.Options) *gpu {
 	tb.Helper()
+	applySpinFlags()
 	be, err := cudahost.New(bopt)
 	switch {
 	case cuda.IsNoDriver(err):

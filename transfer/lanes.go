@@ -168,10 +168,13 @@ type runState struct {
 }
 
 // endSpin is how long endJoins spins on the joined lanes before it
-// sleeps: a cooperative transfer's lanes end within a stripe of each
-// other, and a goroutine that sleeps took 20 µs and more to run again once
-// woken, with lanes spinning beside it (docs/results/2026-12-01-spin.md).
-const endSpin = 50 * time.Microsecond
+// sleeps, when the standing lanes spin (spinFor): a cooperative
+// transfer's lanes end within a stripe of each other, and a goroutine that
+// sleeps took 20 µs and more to run again once woken, with lanes spinning
+// beside it; the spin moved a stream of frames device to host 12% faster
+// (docs/results/2026-12-01-spin.md). A transfer whose lanes sleep, such as
+// a paced stream's, does not spin here either.
+var endSpin = 50 * time.Microsecond
 
 // fail records err (the first one wins) and stops the transfer.
 func (s *runState) fail(err error) {
@@ -200,11 +203,23 @@ func (s *runState) joinLane(lane func()) {
 	lane()
 }
 
-// endJoins stops standing lanes from joining and waits for those that did.
-func (s *runState) endJoins() {
+// endJoins stops standing lanes from joining and waits for those that
+// did, spinning for up to spin before it sleeps.
+func (s *runState) endJoins(spin time.Duration) {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	spinUntil(func() bool { return s.in.Load() == 0 }, endSpin)
+	if spin > 0 {
+		spinUntil(func() bool { return s.in.Load() == 0 }, spin)
+	}
 	s.joined.Wait()
+}
+
+// endSpinFor is how long the caller of a staged transfer spins on its lanes'
+// end (see endSpin): zero unless the standing lanes spin.
+func (l *standingLanes) endSpinFor() time.Duration {
+	if l.spinFor() == 0 {
+		return 0
+	}
+	return endSpin
 }

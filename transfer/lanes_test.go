@@ -2,6 +2,8 @@ package transfer
 
 import (
 	"context"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -103,6 +105,20 @@ func TestSpinUntil(t *testing.T) {
 	}
 }
 
+// TestSpinUntilYields checks that the busy wait lets other goroutines of
+// its processor run: with one processor, it returns once another goroutine
+// sets what it waits for, with no limit and with one long enough.
+func TestSpinUntilYields(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, limit := range []time.Duration{-1, 10 * time.Second} {
+		var set atomic.Bool
+		go set.Store(true)
+		if !spinUntil(set.Load, limit) {
+			t.Fatalf("limit %v: gave up", limit)
+		}
+	}
+}
+
 // TestLanesGapRule checks when a standing lane spins: after a transfer that
 // came within LaneSpin of the one before (or overlapped it), not after one
 // that came later or after the first, and never with LaneSpin negative.
@@ -144,7 +160,9 @@ func TestLanesGapRule(t *testing.T) {
 // TestLanesAsleep checks when a staged transfer finds the standing lanes
 // asleep: the first transfer, and one that comes more than LaneSpin after
 // the one before; not one that follows within LaneSpin or overlaps
-// another; with spinning off, after any gap.
+// another; with spinning off, after any gap. A transfer that finds them
+// asleep, or whose lanes never spin, does not spin on its lanes' end
+// either (endSpinFor).
 func TestLanesAsleep(t *testing.T) {
 	l := newStandingLanes(1, 50*time.Millisecond)
 	defer l.stop()
@@ -156,13 +174,22 @@ func TestLanesAsleep(t *testing.T) {
 		}
 	}
 	step("the first transfer", true)
+	if got := l.endSpinFor(); got != 0 {
+		t.Errorf("the first transfer: its caller spins %v on its lanes' end, want 0", got)
+	}
 	l.leave()
 	step("right after", false)
+	if got := l.endSpinFor(); got != endSpin {
+		t.Errorf("right after: its caller spins %v on its lanes' end, want %v", got, endSpin)
+	}
 	step("overlapping", false)
 	l.leave()
 	l.leave()
 	time.Sleep(80 * time.Millisecond)
 	step("after a pause longer than LaneSpin", true)
+	if got := l.endSpinFor(); got != 0 {
+		t.Errorf("after a pause: its caller spins %v on its lanes' end, want 0", got)
+	}
 	l.leave()
 
 	never := newStandingLanes(1, -1)
@@ -173,6 +200,9 @@ func TestLanesAsleep(t *testing.T) {
 	never.arrive()
 	if !never.asleep() {
 		t.Error("spinning off: lanes awake after a gap")
+	}
+	if got := never.endSpinFor(); got != 0 {
+		t.Errorf("spinning off: the caller spins %v on its lanes' end", got)
 	}
 	never.leave()
 }

@@ -68,36 +68,3 @@ func evictBytes(b []byte) {
 
 // evictAvailable reports whether evictBytes evicts anything.
 func evictAvailable() bool { return canEvict }
-
-// demoteLines moves n bytes at p (64-byte aligned, n a multiple of 64)
-// from the core's own caches to the last-level cache with CLDEMOTE.
-// Implemented in ntcopy_amd64.s.
-//
-// p is an address, not a pointer, as for flushLines.
-func demoteLines(p, n uintptr)
-
-// cpuid7ECX returns ECX of CPUID leaf 7, subleaf 0.
-func cpuid7ECX() uint32
-
-// canDemote reports whether the CPU has CLDEMOTE (CPUID.7.0:ECX bit 25).
-var canDemote = cpuid7ECX()&(1<<25) != 0
-
-// demoteBytes moves the cache lines of b from the copying core's caches
-// to the last-level cache, where a DMA engine reads them (or writes over
-// them) without first asking the core for them. Unlike evictBytes it
-// leaves the lines cached and costs no trip to memory. CLDEMOTE is a
-// no-op on CPUs without it, and some hypervisors hide its CPUID bit
-// (canDemote) from CPUs that have it, so it runs whatever that bit says.
-func demoteBytes(b []byte) {
-	if len(b) == 0 {
-		return
-	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := start &^ 63
-	hi := (start + uintptr(len(b)) + 63) &^ 63
-	demoteLines(lo, hi-lo)
-	runtime.KeepAlive(b)
-}
-
-// demoteAvailable reports whether demoteBytes demotes anything.
-func demoteAvailable() bool { return canDemote }

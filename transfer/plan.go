@@ -43,28 +43,9 @@ type plan struct {
 	// streamOut: device to host, the bytes leave staging with streaming
 	// stores (copyOut), when the transfer stages alone.
 	streamOut bool
-	// demote: device to host, the cooperative mode demotes staging after
-	// the copy out (tuning.demoteOut) instead of evicting it.
-	demote bool
 
 	// chunked mode
 	depth int // chunks a lane keeps in flight before it completes its oldest
-	// edge: host to device, the bytes at the start and at the end of the
-	// transfer (one chunk per lane at each end) that are staged with
-	// streaming stores (see streamIn); zero for none.
-	edge int
-	// ramp: the chunks at the start of a transfer host to device, at its
-	// end device to host, are smaller than chunk: rampRounds rounds of one
-	// chunk per lane, growing from the edge of the transfer inwards, so
-	// that the first DMA starts after a small copy in (host to device), and
-	// the last copy out after the last DMA is short (device to host). In
-	// transfer order, round k's chunks are ramp[k] bytes each and begin at
-	// byte rampAt[k]; the full-size chunks begin at bodyAt and end at
-	// bodyEnd.
-	rampRounds      int
-	ramp            [maxRamp]int
-	rampAt          [maxRamp]int
-	bodyAt, bodyEnd int
 
 	// cooperative mode
 	perBuffer int // chunks that share one staging buffer
@@ -87,10 +68,8 @@ type plan struct {
 // when the lanes are asleep, it asks for 1/coldShare of its lanes (two at
 // least). Otherwise chunked,
 // in chunks of ChunkSize, or smaller ones (down to minChunk) when that is
-// what gives every lane a chunk; host to device, its first and last round
-// of chunks are staged with streaming stores when tuning.streamEdges says
-// so (see streamIn). Device to host, a transfer that stages alone copies
-// its bytes out with streaming stores (see copyOut).
+// what gives every lane a chunk. Device to host, a transfer that stages
+// alone copies its bytes out with streaming stores (see copyOut).
 func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
 	if active > 1 {
@@ -113,76 +92,16 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 			}
 			return plan{
 				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
-				streamOut: streamOut, demote: dir == DeviceToHost && t.demoteOut, perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
+				streamOut: streamOut, perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
 			}
 		}
 	}
 	chunk := chunkFor(n, buf, lanes, t.minChunk)
 	chunks := ceilDiv(n, chunk)
 	lanes = min(lanes, chunks)
-	p := plan{mode: chunked, n: n, chunk: chunk, lanes: lanes}
-	p.planRamp(dir, t)
-	if p.rampRounds > 0 {
-		chunks = p.rampRounds*lanes + ceilDiv(p.bodyEnd-p.bodyAt, chunk)
-	}
-	edge := 0
-	if dir == HostToDevice && t.streamEdges {
-		edge = lanes * chunk
-	}
-	p.chunks, p.buffer, p.streamOut = chunks, buf, streamOut
-	p.depth, p.edge = max(2, ceilDiv(o.Slots(), lanes)), edge
-	return p
-}
-
-// streamIn reports whether the chunk at off of a chunked host-to-device
-// plan is staged with streaming stores: the first and the last chunk of
-// each lane, which the DMA reads right after the copy, while the lines
-// are still in the copying core's cache, where the DMA reads them slower
-// than from memory; the chunks between wait in the queue long enough to
-// leave the core's cache for the last-level one.
-func (p *plan) streamIn(off int) bool {
-	return off < p.edge || off >= p.n-p.edge
-}
-
-// maxRamp is the most rounds of a chunked plan's ramp.
-const maxRamp = 8
-
-// planRamp sets the ramp of chunked plan p by tuning.rampFrom and
-// rampGrowth: rounds of chunks of rampFrom bytes at the transfer's edge
-// (its start host to device, its end device to host), each round inwards
-// rampGrowth percent of the one before (in whole 64 KiB), while they are
-// smaller than the plan's chunk and a full round of full-size chunks
-// remains.
-func (p *plan) planRamp(dir Direction, t tuning) {
-	if t.rampFrom <= 0 || t.rampGrowth <= 100 {
-		return
-	}
-	var sizes [maxRamp]int
-	rounds, bytes, size := 0, 0, t.rampFrom
-	for rounds < maxRamp && size < p.chunk && p.n-(bytes+p.lanes*size) >= p.lanes*p.chunk {
-		sizes[rounds] = size
-		bytes += p.lanes * size
-		rounds++
-		size = roundUp(size*t.rampGrowth/100, 64<<10)
-	}
-	if rounds == 0 {
-		return
-	}
-	p.rampRounds = rounds
-	at := 0
-	if dir == HostToDevice {
-		p.bodyAt, p.bodyEnd = bytes, p.n
-	} else {
-		p.bodyAt, p.bodyEnd = 0, p.n-bytes
-		at = p.bodyEnd
-	}
-	for k := range rounds {
-		size := sizes[k]
-		if dir == DeviceToHost {
-			size = sizes[rounds-1-k] // shrinking towards the end
-		}
-		p.ramp[k], p.rampAt[k] = size, at
-		at += p.lanes * size
+	return plan{
+		mode: chunked, n: n, chunk: chunk, chunks: chunks, lanes: lanes, buffer: buf, streamOut: streamOut,
+		depth: max(2, ceilDiv(o.Slots(), lanes)),
 	}
 }
 
@@ -209,26 +128,8 @@ func (p *plan) stripeRange(i int) (chunk, lo, hi int) {
 // chunkRange is the byte range [lo, hi) of the transfer that chunk i
 // covers.
 func (p *plan) chunkRange(i int) (lo, hi int) {
-	if p.rampRounds == 0 {
-		lo = i * p.chunk
-		return lo, min(lo+p.chunk, p.n)
-	}
-	ramped := p.rampRounds * p.lanes
-	body := p.chunks - ramped
-	j := i // the index among the ramp's chunks
-	switch {
-	case p.bodyAt > 0 && i >= ramped: // after a ramp at the start
-		lo = p.bodyAt + (i-ramped)*p.chunk
-		return lo, min(lo+p.chunk, p.bodyEnd)
-	case p.bodyAt == 0 && i < body: // before a ramp at the end
-		lo = i * p.chunk
-		return lo, min(lo+p.chunk, p.bodyEnd)
-	case p.bodyAt == 0:
-		j = i - body
-	}
-	k := j / p.lanes
-	lo = p.rampAt[k] + (j%p.lanes)*p.ramp[k]
-	return lo, lo + p.ramp[k]
+	lo = i * p.chunk
+	return lo, min(lo+p.chunk, p.n)
 }
 
 // stripesOf is the number of stripes of chunk i of a cooperative plan.

@@ -27,9 +27,6 @@ func TestPlanStaging(t *testing.T) {
 	// out: device to host, a transfer staging alone copies out with
 	// streaming stores.
 	out := func(p plan) plan { p.streamOut = true; return p }
-	// demoted: device to host, a cooperative transfer demotes its staging
-	// after the copy out.
-	demoted := func(p plan) plan { p.demote = true; return p }
 	for _, tc := range []struct {
 		n      int
 		dir    Direction
@@ -42,34 +39,34 @@ func TestPlanStaging(t *testing.T) {
 		{100, H, 1, def, defaultTuning(), coop(100, 1, 1, 1, 128<<10, 1)},
 		{MiB, H, 1, def, defaultTuning(), coop(MiB, 1, 8, 1, 128<<10, 8)},
 		{frameBytes, H, 1, def, defaultTuning(), coop(frameBytes, 3, 8, 2, 128<<10, 24)},
-		{frameBytes, D, 1, def, defaultTuning(), demoted(out(coop(frameBytes, 3, 8, 2, 128<<10, 24)))},
-		{8 * MiB, D, 1, def, defaultTuning(), demoted(out(coop(8*MiB, 8, 8, 4, 128<<10, 64)))},
+		{frameBytes, D, 1, def, defaultTuning(), out(coop(frameBytes, 3, 8, 2, 128<<10, 24))},
+		{8 * MiB, D, 1, def, defaultTuning(), out(coop(8*MiB, 8, 8, 4, 128<<10, 64))},
 		// One rule per direction, no cliff at 8 MiB: device to host
 		// cooperative up to half the window, host to device up to all of it.
-		{16 * MiB, D, 1, def, defaultTuning(), demoted(out(coop(16*MiB, 16, 8, 8, 128<<10, 128)))},
+		{16 * MiB, D, 1, def, defaultTuning(), out(coop(16*MiB, 16, 8, 8, 128<<10, 128))},
 		{16*MiB + 1, D, 1, def, defaultTuning(), out(plan{mode: chunked, n: 16*MiB + 1, chunk: 2 * MiB, chunks: 9, lanes: 8, buffer: 2 * MiB, depth: 2})},
 		{32 * MiB, H, 1, def, defaultTuning(), coop(32*MiB, 32, 8, 16, 128<<10, 256)},
-		{32*MiB + 1, H, 1, def, defaultTuning(), plan{mode: chunked, n: 32*MiB + 1, chunk: 2 * MiB, chunks: 17, lanes: 8, buffer: 2 * MiB, depth: 2, edge: 16 * MiB}},
+		{32*MiB + 1, H, 1, def, defaultTuning(), plan{mode: chunked, n: 32*MiB + 1, chunk: 2 * MiB, chunks: 17, lanes: 8, buffer: 2 * MiB, depth: 2}},
 		{64 * MiB, D, 1, def, defaultTuning(), out(plan{mode: chunked, n: 64 * MiB, chunk: 2 * MiB, chunks: 32, lanes: 8, buffer: 2 * MiB, depth: 2})},
 		// Load: transfers staging at once share the lanes, two at least.
 		{frameBytes, H, 2, def, defaultTuning(), coop(frameBytes, 3, 4, 2, 256<<10, 12)},
 		{frameBytes, H, 3, def, defaultTuning(), coop(frameBytes, 3, 3, 2, 352256, 9)},
-		{frameBytes, D, 10, def, defaultTuning(), demoted(coop(frameBytes, 3, 2, 2, 512<<10, 6))},
-		{64 * MiB, H, 4, def, defaultTuning(), plan{mode: chunked, n: 64 * MiB, chunk: 2 * MiB, chunks: 32, lanes: 2, buffer: 2 * MiB, depth: 8, edge: 4 * MiB}},
+		{frameBytes, D, 10, def, defaultTuning(), coop(frameBytes, 3, 2, 2, 512<<10, 6)},
+		{64 * MiB, H, 4, def, defaultTuning(), plan{mode: chunked, n: 64 * MiB, chunk: 2 * MiB, chunks: 32, lanes: 2, buffer: 2 * MiB, depth: 8}},
 		// One lane: chunked, the lane's chunk as large as a buffer allows.
-		{frameBytes, H, 1, opts(Options{Lanes: 1}), defaultTuning(), plan{mode: chunked, n: frameBytes, chunk: 2 * MiB, chunks: 2, lanes: 1, buffer: 2 * MiB, depth: 16, edge: 2 * MiB}},
+		{frameBytes, H, 1, opts(Options{Lanes: 1}), defaultTuning(), plan{mode: chunked, n: frameBytes, chunk: 2 * MiB, chunks: 2, lanes: 1, buffer: 2 * MiB, depth: 16}},
 		{100, D, 1, opts(Options{Lanes: 1}), defaultTuning(), out(plan{mode: chunked, n: 100, chunk: 256 << 10, chunks: 1, lanes: 1, buffer: 2 * MiB, depth: 16})},
 		// Four lanes: wider stripes.
 		{frameBytes, H, 1, opts(Options{Lanes: 4}), defaultTuning(), coop(frameBytes, 3, 4, 2, 256<<10, 12)},
 		// Small buffers: a chunk per buffer, cooperative while the buffers
 		// fit in the direction's share of the window.
-		{2 * testChunk, D, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), demoted(out(plan{mode: cooperative, n: 2 * testChunk, chunk: testChunk, chunks: 2, lanes: 2, buffer: testChunk, perBuffer: 1, buffers: 2, stripe: 64 << 10, stripes: 2}))},
+		{2 * testChunk, D, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), out(plan{mode: cooperative, n: 2 * testChunk, chunk: testChunk, chunks: 2, lanes: 2, buffer: testChunk, perBuffer: 1, buffers: 2, stripe: 64 << 10, stripes: 2})},
 		{3 * testChunk, D, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), out(plan{mode: chunked, n: 3 * testChunk, chunk: testChunk, chunks: 3, lanes: 3, buffer: testChunk, depth: 2})},
 		{4 * testChunk, H, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), plan{mode: cooperative, n: 4 * testChunk, chunk: testChunk, chunks: 4, lanes: 4, buffer: testChunk, perBuffer: 1, buffers: 4, stripe: 64 << 10, stripes: 4}},
 		// A buffer that is not a multiple of the chunk: two chunks a buffer.
 		{5 * MiB, H, 1, opts(Options{Lanes: 8, ChunkSize: 5 << 19}), defaultTuning(), plan{mode: cooperative, n: 5 * MiB, chunk: MiB, chunks: 5, lanes: 8, buffer: 5 << 19, perBuffer: 2, buffers: 3, stripe: 128 << 10, stripes: 40}},
 		// The cooperative mode off.
-		{MiB, H, 1, def, chunkedOnly(), plan{mode: chunked, n: MiB, chunk: 256 << 10, chunks: 4, lanes: 4, buffer: 2 * MiB, depth: 4, edge: MiB}},
+		{MiB, H, 1, def, chunkedOnly(), plan{mode: chunked, n: MiB, chunk: 256 << 10, chunks: 4, lanes: 4, buffer: 2 * MiB, depth: 4}},
 	} {
 		if got := planStaging(tc.n, tc.dir, tc.active, false, tc.o, tc.tu); got != tc.want {
 			t.Errorf("planStaging(%d, %v, %d active, Lanes %d, ChunkSize %d, WindowBytes %d, %+v)\n got %+v\nwant %+v", tc.n, tc.dir, tc.active, tc.o.Lanes, tc.o.ChunkSize, tc.o.WindowBytes, tc.tu, got, tc.want)
@@ -214,86 +211,5 @@ func TestPlanAsleep(t *testing.T) {
 	tu.coldShare = 0
 	if got := planStaging(frameBytes, HostToDevice, 1, true, o, tu).lanes; got != 8 {
 		t.Errorf("coldShare 0: %d lanes, want 8", got)
-	}
-}
-
-// TestPlanStreamIn checks which chunks of a chunked host-to-device plan
-// are staged with streaming stores: one round of chunks at each end, none
-// when tuning.streamEdges is off, and none device to host.
-func TestPlanStreamIn(t *testing.T) {
-	o, err := Options{Lanes: 4}.Defaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	const MiB = 1 << 20
-	p := planStaging(64*MiB, HostToDevice, 1, false, o, defaultTuning())
-	var streamed []int
-	for i := range p.chunks {
-		if lo, _ := p.chunkRange(i); p.streamIn(lo) {
-			streamed = append(streamed, i)
-		}
-	}
-	if fmt.Sprint(streamed) != "[0 1 2 3 28 29 30 31]" {
-		t.Errorf("64 MiB over 4 lanes: chunks %v streamed, want the first and the last 4", streamed)
-	}
-	off := defaultTuning()
-	off.streamEdges = false
-	for _, q := range []plan{
-		planStaging(64*MiB, HostToDevice, 1, false, o, off),
-		planStaging(64*MiB, DeviceToHost, 1, false, o, defaultTuning()),
-	} {
-		for i := range q.chunks {
-			if lo, _ := q.chunkRange(i); q.streamIn(lo) {
-				t.Errorf("%+v: chunk %d streamed", q, i)
-			}
-		}
-	}
-}
-
-// TestPlanRampTiles checks, for sizes around the ramp's thresholds and at
-// random, several lane counts and ramps, that the chunks of a chunked plan
-// cover the transfer in order, without gap or overlap, that none is
-// empty or larger than a staging buffer, and that the ramp's chunks grow
-// from the start host to device and shrink to the end device to host.
-func TestPlanRampTiles(t *testing.T) {
-	const MiB = 1 << 20
-	rng := rand.New(rand.NewPCG(7, 17))
-	sizes := []int{1, 4095, MiB, 16 * MiB, 32*MiB + 1, 33 * MiB, 64 * MiB, 64*MiB + 12345, 256 * MiB}
-	for range 200 {
-		sizes = append(sizes, 1+rng.IntN(300*MiB))
-	}
-	ramps := [][2]int{{0, 0}, {256 << 10, 150}, {256 << 10, 200}, {64 << 10, 120}, {3 << 20, 150}}
-	for _, lanes := range []int{1, 2, 8, 13} {
-		o, err := Options{Lanes: lanes}.Defaults()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rp := range ramps {
-			tu := chunkedOnly()
-			tu.rampFrom, tu.rampGrowth = rp[0], rp[1]
-			for _, n := range sizes {
-				for _, dir := range []Direction{HostToDevice, DeviceToHost} {
-					p := planStaging(n, dir, 1, false, o, tu)
-					pos, prev := 0, 0
-					for i := range p.chunks {
-						lo, hi := p.chunkRange(i)
-						if lo != pos || hi <= lo || hi-lo > p.buffer {
-							t.Fatalf("lanes %d ramp %v n %d: chunk %d of %d is [%d, %d) after %d (plan %+v)", lanes, rp, n, i, p.chunks, lo, hi, pos, p)
-						}
-						ramped := p.rampRounds * p.lanes
-						if dir == HostToDevice && i < ramped && hi-lo < prev {
-							t.Fatalf("lanes %d ramp %v n %d: head chunk %d shrinks to %d from %d", lanes, rp, n, i, hi-lo, prev)
-						}
-						if dir == DeviceToHost && i > p.chunks-ramped && hi-lo > prev {
-							t.Fatalf("lanes %d ramp %v n %d: tail chunk %d grows to %d from %d", lanes, rp, n, i, hi-lo, prev)
-						}
-						pos, prev = hi, hi-lo
-					}
-					if pos != n {
-						t.Fatalf("lanes %d ramp %v n %d: chunks end at %d", lanes, rp, n, pos)
-					}
-				}
-			}
-		}
 	}
 }

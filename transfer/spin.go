@@ -13,7 +13,7 @@ import (
 // (BenchmarkStagedTrace under -test.trace, docs/results/2026-12-01-spin.md).
 // Yielding now and then still lets another goroutine of the same
 // processor run.
-const spinYieldEvery = 20 * time.Microsecond
+var spinYieldEvery = 20 * time.Microsecond
 
 // spinLooks is how many looks spinUntil takes between two readings of the
 // clock.

@@ -68,7 +68,7 @@ func (c *Copier) chunked(ctx context.Context, o op, p plan) error {
 	r := &chunkedRun{c: c, ctx: ctx, o: o, p: p}
 	c.lanes.offer(r, p.lanes-1)
 	r.lane()
-	r.endJoins()
+	r.endJoins(r.c.lanes.endSpinFor())
 	return r.err
 }
 
@@ -135,15 +135,12 @@ func (r *chunkedRun) lane() {
 		}
 		b := buf.Bytes()[:m]
 		if o.dir == HostToDevice {
-			// Cached stores between the edges: a large transfer's chunks
-			// cycle through a window that stays in the last-level cache,
-			// where streaming stores would add two trips to memory per
-			// byte.
-			if r.p.streamIn(off) {
-				streamBytes(b, o.host[off:off+m])
-			} else {
-				copyBytes(b, o.host[off:off+m], true)
-			}
+			// Cached stores: a large transfer's chunks cycle through a
+			// window that stays in the last-level cache, where streaming
+			// stores would add two trips to memory per byte (and were
+			// slower also for the first and the last round of chunks,
+			// which the DMA reads right away: docs/results/2026-12-01-spin.md).
+			copyBytes(b, o.host[off:off+m], true)
 		}
 		ev, err := c.issueLocked(o, off, b)
 		if err != nil {

@@ -19,10 +19,6 @@ var traceCopiers = []struct {
 	tune func(*tuning)
 }{
 	{"default", nil},
-	{"edges=cached", func(t *tuning) { t.streamEdges = false }},
-	{"evict", func(t *tuning) { t.demoteOut = false }},
-	{"ramp=1.5x", func(t *tuning) { t.rampFrom, t.rampGrowth = 256<<10, 150 }},
-	{"ramp=2x", func(t *tuning) { t.rampFrom, t.rampGrowth = 256<<10, 200 }},
 }
 
 // BenchmarkStagedTrace times where a staged transfer's time goes, through

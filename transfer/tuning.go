@@ -29,22 +29,6 @@ type tuning struct {
 	// (docs/results/2026-12-01-paced-frames.md). Device to host, the lanes
 	// wake while the first chunk's DMA runs, and all of them copy out.
 	coldShare int
-	// streamEdges stages the first and the last round of chunks of a
-	// chunked host-to-device transfer with streaming stores (see
-	// plan.streamIn).
-	streamEdges bool
-	// demoteOut: device to host, the cooperative mode moves each stripe
-	// of staging it copied out to the last-level cache (demoteBytes),
-	// where the next DMA into it finds it sooner, instead of evicting it
-	// to memory (evictBytes). Host to device, cached stores and demotion
-	// in place of streaming stores were slower in both modes: CLDEMOTE
-	// cost the lanes more than it saved the DMA
-	// (docs/results/2026-12-01-spin.md).
-	demoteOut bool
-	// rampFrom and rampGrowth shape the ramp of a chunked host-to-device
-	// transfer (plan.planRamp): its first chunks are rampFrom bytes, each
-	// round rampGrowth percent of the one before; zero rampFrom is none.
-	rampFrom, rampGrowth int
 }
 
 // defaultTuning is the tuning of every copier made by New.
@@ -52,6 +36,6 @@ func defaultTuning() tuning {
 	return tuning{
 		coopChunk: 1 << 20,
 		coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
-		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2, streamEdges: true, demoteOut: true,
+		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2,
 	}
 }
