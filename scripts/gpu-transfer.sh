@@ -13,13 +13,15 @@
 # sizes.txt, frames.txt, paced.txt, paced-alone.txt (each engine's default
 # copier and the driver in processes of their own, alternating), trace.txt
 # (where a staged transfer's time goes: before the first DMA, between the
-# copies, after the last), costs.txt (a memory-guard look, cuda.IsPinned). docs/results/2026-12-01-transfer-shape.md
-# and docs/results/2026-12-01-paced-frames.md describe runs and how their
-# base binaries were built.
+# copies, after the last), spin.txt (the frame stream with the busy wait's
+# constants changed by test flags, in processes of their own), costs.txt (a
+# memory-guard look, cuda.IsPinned). docs/results/2026-12-01-transfer-shape.md,
+# docs/results/2026-12-01-paced-frames.md and docs/results/2026-12-01-spin.md
+# describe runs and how their base binaries were built.
 set -uo pipefail
 mode=${1:-}
 dir=${2:-}
-[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,18p' "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,20p' "$0"; exit 2; }
 case $mode in
 build)
 	mkdir -p "$dir"
@@ -87,8 +89,14 @@ for round in 1 2; do
 	done
 done
 echo "paced alone done after $(($(date +%s) - t0))s"
-bench trace.txt ./transfer.test -test.bench 'StagedTrace' -test.benchtime 20x
+bench trace.txt ./transfer.test -test.bench 'StagedTrace' -test.benchtime 20x -test.v
 echo "trace done after $(($(date +%s) - t0))s"
+for round in 1 2; do
+	for flags in "" -transfer.endspin=0 -transfer.spinyield=2us; do
+		bench spin.txt ./transfer.test -test.bench 'FrameStream/copier=default/goroutines=1/' -test.benchtime 0.4s $flags
+	done
+done
+echo "spin done after $(($(date +%s) - t0))s"
 [ -x ./pinpool.test ] && bench costs.txt ./pinpool.test -test.bench 'GuardLook' -test.benchtime 200x
 [ -x ./cuda.test ] && bench costs.txt ./cuda.test -test.bench 'IsPinned' -test.benchtime 100x
 echo "costs done after $(($(date +%s) - t0))s"
