@@ -170,10 +170,11 @@ type runState struct {
 // endSpin is how long endJoins spins on the joined lanes before it
 // sleeps, when the standing lanes spin (spinFor): a cooperative
 // transfer's lanes end within a stripe of each other, and a goroutine that
-// sleeps took 20 µs and more to run again once woken, with lanes spinning
-// beside it; the spin moved a stream of frames device to host 12% faster
-// (docs/results/2026-12-01-spin.md). A transfer whose lanes sleep, such as
-// a paced stream's, does not spin here either.
+// sleeps takes a long while to run again once woken while lanes spin
+// beside it; the spin is what moves a stream of device-to-host frames
+// faster than the engine before it (docs/results/2026-12-01-spin.md has
+// the figures). A transfer whose lanes sleep, such as a paced stream's,
+// does not spin here either.
 var endSpin = 50 * time.Microsecond
 
 // fail records err (the first one wins) and stops the transfer.

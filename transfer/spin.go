@@ -7,12 +7,13 @@ import (
 
 // spinYieldEvery is how long spinUntil busy-waits between two yields of
 // the processor. A yield (runtime.Gosched) goes through the scheduler's
-// global lock: seven lanes that yielded after every look, as the package's
-// spin once did, held that lock a quarter of their time and delayed the
-// goroutines that did the work, a transfer's first copy among them
-// (BenchmarkStagedTrace under -test.trace, docs/results/2026-12-01-spin.md).
-// Yielding now and then still lets another goroutine of the same
-// processor run.
+// global lock: lanes that yielded after every look, as the package's spin
+// once did, spent much of their time on that lock and delayed the
+// goroutines that did the work, a transfer's first copy among them. The
+// value was chosen between yielding often, which suits host-to-device
+// frames, and rarely, which suits device-to-host ones and spends less CPU
+// time (docs/results/2026-12-01-spin.md, runs 7 and 13). Yielding now and
+// then still lets another goroutine of the same processor run.
 var spinYieldEvery = 20 * time.Microsecond
 
 // spinLooks is how many looks spinUntil takes between two readings of the
