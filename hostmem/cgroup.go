@@ -153,30 +153,19 @@ func NewCgroupReader(root string) (*CgroupReader, error) {
 		root = "/"
 	}
 	r := &CgroupReader{}
-	cgFile := filepath.Join(root, "proc/self/cgroup")
-	cg, err := os.ReadFile(cgFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return r, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCgroup, err)
-	}
-	paths, err := parseProcCgroup(cg)
+	paths, ok, err := readProcFile(root, "proc/self/cgroup", parseProcCgroup)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCgroup, cgFile, err)
+		return nil, err
 	}
-	if !paths.hasV1 && !paths.hasV2 {
+	if !ok || (!paths.hasV1 && !paths.hasV2) {
 		return r, nil
 	}
-	miFile := filepath.Join(root, "proc/self/mountinfo")
-	mi, err := os.ReadFile(miFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return r, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCgroup, err)
-	}
-	mounts, err := parseMountInfo(mi)
+	mounts, ok, err := readProcFile(root, "proc/self/mountinfo", parseMountInfo)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCgroup, miFile, err)
+		return nil, err
+	}
+	if !ok {
+		return r, nil
 	}
 	if paths.hasV2 {
 		if m, ok := findCgroupMount(mounts, paths.v2, isCgroup2Mount); ok {
@@ -197,6 +186,23 @@ func NewCgroupReader(root string) (*CgroupReader, error) {
 		}
 	}
 	return r, nil
+}
+
+// readProcFile reads root/rel and parses it with parse. ok is false, with
+// no error, when the file does not exist (no cgroup to read); a failure
+// to read or parse it wraps ErrCgroup.
+func readProcFile[T any](root, rel string, parse func([]byte) (T, error)) (v T, ok bool, err error) {
+	name := filepath.Join(root, rel)
+	b, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return v, false, nil
+	} else if err != nil {
+		return v, false, fmt.Errorf("%w: %w", ErrCgroup, err)
+	}
+	if v, err = parse(b); err != nil {
+		return v, false, fmt.Errorf("%w: %s: %w", ErrCgroup, name, err)
+	}
+	return v, true, nil
 }
 
 // Read reads the limits of every level, and the usage and reclaimable page
