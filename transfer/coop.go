@@ -124,7 +124,7 @@ func (r *coopRun) run() {
 		r.landed.Store(int64(p.chunks) + 1) // wake any lane still waiting: done or failed
 	}
 	r.lane()
-	r.endJoins(r.c.lanes.endSpinFor())
+	r.endJoins(c.lanes.endSpinFor())
 	r.finish(settled, failed)
 }
 

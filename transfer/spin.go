@@ -35,7 +35,7 @@ func spinUntil(ready func() bool, limit time.Duration) bool {
 		return false
 	}
 	start := time.Now()
-	yielded := time.Duration(0)
+	var yielded time.Duration
 	for {
 		for range spinLooks {
 			cpuRelax()

@@ -68,7 +68,7 @@ func (c *Copier) chunked(ctx context.Context, o op, p plan) error {
 	r := &chunkedRun{c: c, ctx: ctx, o: o, p: p}
 	c.lanes.offer(r, p.lanes-1)
 	r.lane()
-	r.endJoins(r.c.lanes.endSpinFor())
+	r.endJoins(c.lanes.endSpinFor())
 	return r.err
 }
 

@@ -141,14 +141,12 @@ func TestTracedDevice(t *testing.T) {
 			e.setDev(dev, src)
 			tr.reset()
 			t0 := time.Now()
-			var err error
 			back := make([]byte, n)
-			if dir == HostToDevice {
-				err = e.c.ToDevice(context.Background(), dev, src)
-			} else {
-				err = e.c.FromDevice(context.Background(), back, dev)
+			host := src
+			if dir == DeviceToHost {
+				host = back
 			}
-			if err != nil {
+			if err := e.c.run(context.Background(), op{dir, dev, host}, false); err != nil {
 				t.Fatal(err)
 			}
 			s := tr.summary(time.Since(t0))
