@@ -43,10 +43,18 @@ func (r *chunkedRun) complete(f inFlight) {
 		// The staging buffer stays cached: the next copy into it comes a
 		// window later. (Evicting it, as the cooperative mode does, made
 		// large copies slower.)
-		copyOut(o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n], r.p.streamOut)
+		dst, src := o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n]
+		if r.p.lanes > 1 && r.next.Load() >= int64(r.p.chunks) {
+			// Every chunk is claimed: lanes are running out of work.
+			// (Before that, every lane has chunks of its own to copy.)
+			r.shareCopyOut(dst, src)
+		} else {
+			copyOut(dst, src, r.p.streamOut)
+		}
 	}
 	f.buf.Release()
 	c.events.put(f.ev)
+	r.completed.Add(1)
 }
 
 // waitAll waits for the events of a transfer's issued copies of pinned

@@ -23,7 +23,7 @@ import (
 //	Copier.mu (write: Close only)       guards closed; Close waits for inflight after releasing it
 //	issuing (issueLock)                 held around a chunk's driver calls; under it: events.mu, runState.mu
 //	registry.mu                         held alone, never while copying
-//	runState.mu, events.mu, quickStreams.mu   leaves: nothing is taken under them
+//	runState.mu, events.mu, quickStreams.mu, chunkedRun.shareMu   leaves: nothing is taken under them
 //
 // The window and the pool are taken with no lock of the package held; a
 // lane that waits for either holds no lock.

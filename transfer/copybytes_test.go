@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -88,4 +89,19 @@ func TestEvictBytes(t *testing.T) {
 		sameBytes(t, fmt.Sprintf("after evicting [%d, %d)", r[0], r[1]), buf, want)
 	}
 	t.Logf("CLFLUSHOPT available: %v", evictAvailable())
+}
+
+// TestDemoteBytes demotes slices at every offset and length around a cache
+// line, empty ones among them: CLDEMOTE is a hint and must leave every byte
+// as it was (and must not fault on the lines around a slice).
+func TestDemoteBytes(t *testing.T) {
+	buf := randomBytes(3*4096, 17)
+	want := bytes.Clone(buf)
+	for off := range 130 {
+		for _, n := range []int{0, 1, 63, 64, 65, 127, 4096, 8191} {
+			demoteBytes(buf[off : off+n])
+		}
+	}
+	demoteBytes(nil)
+	sameBytes(t, "after demoting", buf, want)
 }

@@ -61,7 +61,8 @@
 //     cooperative mode;
 //  4. issue (issue.go): every asynchronous copy and the event after it;
 //  5. complete (complete.go): waiting for events, copying out, giving the
-//     staging back.
+//     staging back; device to host, the lanes share the copy-out of a
+//     chunked transfer's last chunks (share.go).
 //
 // Beside them: the standing lanes, the state a transfer's lanes share and
 // the one busy wait (lanes.go), the window of staging slots (window.go),
@@ -73,7 +74,7 @@
 // host memory held by one kind of memory; a chunk is the bytes of one
 // staged asynchronous copy; a staging buffer (one window slot) holds one
 // chunk, or several small ones; a stripe is the part of a cooperative
-// chunk one lane copies at a time; a lane is a goroutine working on a
+// chunk (or of a shared copy-out) one lane copies at a time; a lane is a goroutine working on a
 // staged transfer.
 //
 // # Mapped zero-copy

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/pinpool/pinpool"
@@ -42,8 +43,16 @@ type chunkedRun struct {
 	o   op
 	p   plan
 
-	next   atomic.Int64 // next chunk index to claim
-	issued atomic.Int64 // bytes whose copy was queued
+	next      atomic.Int64 // next chunk index to claim
+	issued    atomic.Int64 // bytes whose copy was queued
+	completed atomic.Int64 // chunks completed
+
+	// Device to host, the copy-outs shared among the lanes (share.go):
+	// shares under shareMu (a leaf of the lock order), their number in
+	// nShares for the helpers to look at without the lock.
+	shareMu sync.Mutex
+	shares  []*outShare
+	nShares atomic.Int32
 	runState
 }
 
@@ -120,10 +129,16 @@ func (r *chunkedRun) lane() {
 	defer func() {
 		for q.completeOldest() {
 		}
+		if o.dir == DeviceToHost && r.p.lanes > 1 {
+			r.help()
+		}
 	}()
 	for {
 		off, m, ok := r.claim()
 		if !ok {
+			if o.dir == HostToDevice {
+				q.demote()
+			}
 			return
 		}
 		if len(q.held) >= r.p.depth {
@@ -139,7 +154,9 @@ func (r *chunkedRun) lane() {
 			// window that stays in the last-level cache, where streaming
 			// stores would add two trips to memory per byte (and were
 			// slower also for the first and the last round of chunks,
-			// which the DMA reads right away: docs/results/2026-12-01-spin.md).
+			// which the DMA reads right away; so was evicting the chunks
+			// after the copy: docs/results/2026-12-01-spin.md and
+			// docs/results/2026-12-01-tails.md).
 			copyBytes(b, o.host[off:off+m], true)
 		}
 		ev, err := c.issueLocked(o, off, b)
@@ -152,6 +169,20 @@ func (r *chunkedRun) lane() {
 		r.issued.Add(int64(m))
 		c.stats.chunks.Add(1)
 		q.held = append(q.held, inFlight{ev: ev, off: off, n: m, buf: buf})
+	}
+}
+
+// demote moves the chunks the lane holds in flight, host to device, from
+// its core's caches to the last-level cache, once no chunk is left to
+// claim. The DMA reads them last, after the chunks queued before them, and
+// reads lines that sit in a core's own cache about half as fast as lines
+// in the last-level cache; the lane has nothing else to do meanwhile.
+// Demoting every chunk as it was copied made the copies slower by more
+// than it saved (docs/results/2026-12-01-spin.md); at the end it costs the
+// transfer nothing (docs/results/2026-12-01-tails.md).
+func (q *laneQueue) demote() {
+	for _, f := range q.held {
+		demoteBytes(f.buf.Bytes()[:f.n])
 	}
 }
 

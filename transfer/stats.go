@@ -78,6 +78,7 @@ type counters struct {
 	path             [2][numPaths]pathCounters
 	chunks           atomic.Uint64
 	lanes            atomic.Uint64 // lanes that worked on staged transfers, callers included
+	helped           atomic.Uint64 // stripes of shared copy-outs copied by a lane that did not own the chunk
 	failed, canceled atomic.Uint64
 	lastMu           sync.Mutex
 	last             LastTransfer

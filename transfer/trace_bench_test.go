@@ -13,12 +13,13 @@ import (
 )
 
 // traceCopiers are the copiers BenchmarkStagedTrace compares: the default
-// one, and tuning variants of it.
+// one, and variants of its tuning or options.
 var traceCopiers = []struct {
 	name string
 	tune func(*tuning)
+	opt  func(*Options)
 }{
-	{"default", nil},
+	{"default", nil, nil},
 }
 
 // BenchmarkStagedTrace times where a staged transfer's time goes, through
@@ -54,7 +55,11 @@ func BenchmarkStagedTrace(b *testing.B) {
 		if tc.tune != nil {
 			tc.tune(&tu)
 		}
-		c, err := newCopier(g.pool, tracedDevice{cudaDevice{g.ctx}, tr}, Options{DirectBelow: -1, Prewarm: true}, tu)
+		opt := Options{DirectBelow: -1, Prewarm: true}
+		if tc.opt != nil {
+			tc.opt(&opt)
+		}
+		c, err := newCopier(g.pool, tracedDevice{cudaDevice{g.ctx}, tr}, opt, tu)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,0 +1,154 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestChunkedTails round-trips chunked transfers, where the lanes share the
+// last chunks' copy-out (device to host) and demote the last chunks they
+// queued (host to device), at sizes around a round of chunks and with 1, 2,
+// 3 and 8 lanes, and checks every byte, the chunks counted, that the
+// staging is all back, and that one lane copies out alone.
+func TestChunkedTails(t *testing.T) {
+	for _, lanes := range []int{1, 2, 3, 8} {
+		e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Lanes: lanes, DirectBelow: -1}, chunkedOnly())
+		e.d.latency.Store(int64(20 * time.Microsecond))
+		for _, n := range []int{1, 4095, testChunk - 1, testChunk + 1, lanes*testChunk - 1, lanes * testChunk, lanes*testChunk + 4097, 40*testChunk + 13} {
+			t.Run(fmt.Sprintf("lanes=%d/n=%d", lanes, n), func(t *testing.T) {
+				p := planStaging(n, DeviceToHost, 1, false, e.c.opt, chunkedOnly())
+				src := randomBytes(n, uint64(n))
+				dev := e.d.alloc(n)
+				if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+					t.Fatal(err)
+				}
+				sameBytes(t, "device", e.devBytes(dev, n), src)
+				before, helped := e.c.Stats().Chunks, e.c.stats.helped.Load()
+				back := make([]byte, n)
+				if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
+					t.Fatal(err)
+				}
+				sameBytes(t, "round trip", back, src)
+				if got := e.c.Stats().Chunks - before; got != uint64(p.chunks) {
+					t.Errorf("%d chunks counted, the plan has %d", got, p.chunks)
+				}
+				h := e.c.stats.helped.Load() - helped
+				if p.lanes == 1 && h != 0 {
+					t.Errorf("one lane, but %d stripes copied out by a helper", h)
+				}
+				if st := e.c.Stats(); st.StagingBytes != 0 {
+					t.Errorf("%d bytes of staging held after the transfers", st.StagingBytes)
+				}
+			})
+		}
+	}
+}
+
+// TestChunkedTailsFail fails one asynchronous copy of a chunked transfer, at
+// the start, in the middle and among the last chunks, when it is queued
+// and when it runs: the transfer returns the copy's error, nothing stays in
+// flight, the staging comes back, and the next transfer copies. Device to
+// host, a failure among the last chunks stops lanes that are helping with
+// other lanes' copy-outs.
+func TestChunkedTailsFail(t *testing.T) {
+	const n = 24*testChunk + 5
+	for _, when := range []string{"enqueue", "exec"} {
+		for _, nth := range []int64{1, 12, 22, 25} {
+			for _, dir := range []Direction{HostToDevice, DeviceToHost} {
+				t.Run(fmt.Sprintf("%s/copy=%d/%v", when, nth, dir), func(t *testing.T) {
+					e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Lanes: 4, DirectBelow: -1}, chunkedOnly())
+					e.d.latency.Store(int64(20 * time.Microsecond))
+					e.injectFailure(when, nth)
+					dev := e.d.alloc(n)
+					host := randomBytes(n, 9)
+					var err error
+					if dir == HostToDevice {
+						err = e.c.ToDevice(context.Background(), dev, host)
+					} else {
+						err = e.c.FromDevice(context.Background(), host, dev)
+					}
+					if !errors.Is(err, ErrCopy) || !errors.Is(err, errInjected) {
+						t.Fatalf("got %v", err)
+					}
+					if in := e.d.inflight.Load(); in != 0 {
+						t.Fatalf("%d bytes in flight after the failed copy returned", in)
+					}
+					e.checkPool(when == "enqueue")
+					e.d.failEnqueue, e.d.failExec = nil, nil
+					if err := e.c.ToDevice(context.Background(), dev, host); err != nil {
+						t.Fatalf("copy after the failure: %v", err)
+					}
+					sameBytes(t, "device", e.devBytes(dev, n), host)
+				})
+			}
+		}
+	}
+}
+
+// TestChunkedTailsCancel cancels device-to-host chunked transfers at
+// points spread over their length, the last chunks' shared copy-out
+// among them: each one either completes with every byte or returns the
+// context's error, and none hangs.
+func TestChunkedTailsCancel(t *testing.T) {
+	e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Lanes: 4, DirectBelow: -1}, chunkedOnly())
+	e.d.latency.Store(int64(30 * time.Microsecond))
+	const n = 20*testChunk + 11
+	src := randomBytes(n, 13)
+	dev := e.d.alloc(n)
+	e.setDev(dev, src)
+	// Deadlines from zero to twice an uncancelled transfer's time.
+	t0 := time.Now()
+	if err := e.c.FromDevice(context.Background(), make([]byte, n), dev); err != nil {
+		t.Fatal(err)
+	}
+	step := 2 * time.Since(t0) / 100
+	var cancelled, completed int
+	for i := range 100 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i)*step)
+		back := make([]byte, n)
+		err := e.c.FromDevice(ctx, back, dev)
+		cancel()
+		switch {
+		case err == nil:
+			sameBytes(t, "round trip", back, src)
+			completed++
+		case errors.Is(err, context.DeadlineExceeded):
+			cancelled++
+		default:
+			t.Fatalf("transfer %d: %v", i, err)
+		}
+	}
+	if cancelled == 0 || completed == 0 {
+		t.Errorf("%d transfers cancelled, %d completed: the deadlines missed the transfers", cancelled, completed)
+	}
+}
+
+// TestSharedCopyOutHelps checks that the lanes share the last chunks'
+// copy-out: in device-to-host transfers of 24 chunks of 1 MiB on 8 lanes,
+// lanes copy out stripes of chunks they do not own, and every byte arrives.
+// A stripe goes to whichever lane claims it first, so the test allows a
+// few transfers for that to happen.
+func TestSharedCopyOutHelps(t *testing.T) {
+	const chunk = 1 << 20
+	e := newEnvTuned(t, Options{ChunkSize: chunk, WindowBytes: 16 * chunk, Lanes: 8, DirectBelow: -1}, chunkedOnly())
+	e.d.latency.Store(int64(100 * time.Microsecond))
+	const n = 24*chunk + 100
+	src := randomBytes(n, 5)
+	dev := e.d.alloc(n)
+	e.setDev(dev, src)
+	helped := e.c.stats.helped.Load()
+	for range 20 {
+		back := make([]byte, n)
+		if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
+			t.Fatal(err)
+		}
+		sameBytes(t, "round trip", back, src)
+		if e.c.stats.helped.Load() > helped {
+			return
+		}
+	}
+	t.Errorf("20 transfers, and no lane copied out a stripe of another lane's chunk")
+}
