@@ -112,27 +112,7 @@ func TestCoopFailure(t *testing.T) {
 				e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Lanes: 4, DirectBelow: -1})
 				e.d.latency.Store(int64(50 * time.Microsecond))
 				e.injectFailure(when, 2)
-				const n = 5*testChunk + 3
-				dev := e.d.alloc(n)
-				host := randomBytes(n, 3)
-				var err error
-				if dir == HostToDevice {
-					err = e.c.ToDevice(context.Background(), dev, host)
-				} else {
-					err = e.c.FromDevice(context.Background(), host, dev)
-				}
-				if !errors.Is(err, ErrCopy) || !errors.Is(err, errInjected) {
-					t.Fatalf("got %v", err)
-				}
-				if in := e.d.inflight.Load(); in != 0 {
-					t.Fatalf("%d bytes in flight after the failed copy returned", in)
-				}
-				e.checkPool(when == "enqueue")
-				e.d.failEnqueue, e.d.failExec = nil, nil
-				if err := e.c.ToDevice(context.Background(), dev, host); err != nil {
-					t.Fatalf("copy after the failure: %v", err)
-				}
-				sameBytes(t, "device", e.devBytes(dev, n), host)
+				e.failThenRecover(dir, 5*testChunk+3, when, nil)
 			})
 		}
 	}

@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -187,6 +188,51 @@ func (e *env) injectFailure(when string, nth int64) *atomic.Int64 {
 		e.d.failExec = fail
 	}
 	return calls
+}
+
+// failThenRecover runs a transfer of n bytes in direction dir that an
+// injected failure (injectFailure) makes fail, and checks that it returns
+// the copy's error with nothing left in flight, calls check (if not nil)
+// with the error, checks that the staging is back (retired when the
+// failure came when the copy ran), then that the next transfer, with no
+// failure injected, copies every byte.
+func (e *env) failThenRecover(dir Direction, n int, when string, check func(error)) {
+	e.t.Helper()
+	dev := e.d.alloc(n)
+	host := randomBytes(n, 3)
+	var err error
+	if dir == HostToDevice {
+		err = e.c.ToDevice(context.Background(), dev, host)
+	} else {
+		err = e.c.FromDevice(context.Background(), host, dev)
+	}
+	if !errors.Is(err, ErrCopy) || !errors.Is(err, errInjected) || !errors.Is(err, cuda.ErrLaunchFailed) {
+		e.t.Fatalf("got %v", err)
+	}
+	if in := e.d.inflight.Load(); in != 0 {
+		e.t.Fatalf("%d bytes in flight after the failed copy returned", in)
+	}
+	if check != nil {
+		check(err)
+	}
+	// A queueing failure leaves no doubt about the buffer; a failure while
+	// running makes the pool retire it.
+	e.checkPool(when == "enqueue")
+	e.d.failEnqueue, e.d.failExec = nil, nil
+	if err := e.c.ToDevice(context.Background(), dev, host); err != nil {
+		e.t.Fatalf("copy after the failure: %v", err)
+	}
+	sameBytes(e.t, "device", e.devBytes(dev, n), host)
+}
+
+// devHolding returns device memory of the fake device holding n random
+// bytes from seed, and those bytes.
+func (e *env) devHolding(n int, seed uint64) (cuda.DevicePtr, []byte) {
+	e.t.Helper()
+	src := randomBytes(n, seed)
+	dev := e.d.alloc(n)
+	e.setDev(dev, src)
+	return dev, src
 }
 
 // chunkedOnly is the default tuning with the cooperative mode off: every

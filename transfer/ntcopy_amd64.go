@@ -57,13 +57,19 @@ func evictBytes(b []byte) {
 	if !canEvict || len(b) == 0 {
 		return
 	}
+	// The whole lines around b: the bytes beyond b in its first and last
+	// line stay valid (an eviction writes a dirty line back first).
+	flushLines(lineSpan(b))
+	runtime.KeepAlive(b)
+}
+
+// lineSpan is the address and length of the whole 64-byte cache lines
+// that b (not empty) touches.
+func lineSpan(b []byte) (p, n uintptr) {
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	lo := start &^ 63
 	hi := (start + uintptr(len(b)) + 63) &^ 63
-	// The whole lines around b: the bytes beyond b in its first and last
-	// line stay valid (an eviction writes a dirty line back first).
-	flushLines(lo, hi-lo)
-	runtime.KeepAlive(b)
+	return lo, hi - lo
 }
 
 // evictAvailable reports whether evictBytes evicts anything.
@@ -85,9 +91,6 @@ func demoteBytes(b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := start &^ 63
-	hi := (start + uintptr(len(b)) + 63) &^ 63
-	demoteLines(lo, hi-lo)
+	demoteLines(lineSpan(b))
 	runtime.KeepAlive(b)
 }

@@ -111,38 +111,18 @@ func TestFailure(t *testing.T) {
 				e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, DirectBelow: -1})
 				e.d.latency.Store(int64(100 * time.Microsecond))
 				calls := e.injectFailure(when, 5)
-				const n = 50 * testChunk
-				dev := e.d.alloc(n)
-				host := randomBytes(n, 3)
-				var err error
-				if dir == HostToDevice {
-					err = e.c.ToDevice(context.Background(), dev, host)
-				} else {
-					err = e.c.FromDevice(context.Background(), host, dev)
-				}
-				if !errors.Is(err, ErrCopy) || !errors.Is(err, errInjected) || !errors.Is(err, cuda.ErrLaunchFailed) {
-					t.Fatalf("got %v", err)
-				}
-				if in := e.d.inflight.Load(); in != 0 {
-					t.Fatalf("%d bytes in flight after the failed copy returned", in)
-				}
-				// It stops within a window (4 chunks) of the failure, plus
-				// one chunk per other lane that was already past its check,
-				// plus a window when the failure is seen late: lanes share
-				// the stream, so a lane's copy may land between another's
-				// copy and its event, and the failure is reported by the
-				// next event on the stream.
-				st := e.c.Stats()
-				if st.Failed != 1 || st.Chunks > uint64(5+2*4+e.c.opt.Lanes-1) || st.ToDevice.Total().Transfers+st.FromDevice.Total().Transfers != 0 {
-					t.Fatalf("stats %+v, %d enqueue/exec calls, err %v", st, calls.Load(), err)
-				}
-				// A queueing failure leaves no doubt about the buffer; a
-				// failure while running makes the pool retire it.
-				e.checkPool(when == "enqueue")
-				e.d.failEnqueue, e.d.failExec = nil, nil
-				if err := e.c.ToDevice(context.Background(), dev, host); err != nil {
-					t.Fatalf("copy after the failure: %v", err)
-				}
+				e.failThenRecover(dir, 50*testChunk, when, func(err error) {
+					// It stops within a window (4 chunks) of the failure,
+					// plus one chunk per other lane that was already past
+					// its check, plus a window when the failure is seen
+					// late: lanes share the stream, so a lane's copy may
+					// land between another's copy and its event, and the
+					// failure is reported by the next event on the stream.
+					st := e.c.Stats()
+					if st.Failed != 1 || st.Chunks > uint64(5+2*4+e.c.opt.Lanes-1) || st.ToDevice.Total().Transfers+st.FromDevice.Total().Transfers != 0 {
+						t.Fatalf("stats %+v, %d enqueue/exec calls, err %v", st, calls.Load(), err)
+					}
+				})
 			})
 		}
 	}

@@ -62,26 +62,7 @@ func TestChunkedTailsFail(t *testing.T) {
 					e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Lanes: 4, DirectBelow: -1}, chunkedOnly())
 					e.d.latency.Store(int64(20 * time.Microsecond))
 					e.injectFailure(when, nth)
-					dev := e.d.alloc(n)
-					host := randomBytes(n, 9)
-					var err error
-					if dir == HostToDevice {
-						err = e.c.ToDevice(context.Background(), dev, host)
-					} else {
-						err = e.c.FromDevice(context.Background(), host, dev)
-					}
-					if !errors.Is(err, ErrCopy) || !errors.Is(err, errInjected) {
-						t.Fatalf("got %v", err)
-					}
-					if in := e.d.inflight.Load(); in != 0 {
-						t.Fatalf("%d bytes in flight after the failed copy returned", in)
-					}
-					e.checkPool(when == "enqueue")
-					e.d.failEnqueue, e.d.failExec = nil, nil
-					if err := e.c.ToDevice(context.Background(), dev, host); err != nil {
-						t.Fatalf("copy after the failure: %v", err)
-					}
-					sameBytes(t, "device", e.devBytes(dev, n), host)
+					e.failThenRecover(dir, n, when, nil)
 				})
 			}
 		}
@@ -96,9 +77,7 @@ func TestChunkedTailsCancel(t *testing.T) {
 	e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Lanes: 4, DirectBelow: -1}, chunkedOnly())
 	e.d.latency.Store(int64(30 * time.Microsecond))
 	const n = 20*testChunk + 11
-	src := randomBytes(n, 13)
-	dev := e.d.alloc(n)
-	e.setDev(dev, src)
+	dev, src := e.devHolding(n, 13)
 	// Deadlines from zero to twice an uncancelled transfer's time.
 	t0 := time.Now()
 	if err := e.c.FromDevice(context.Background(), make([]byte, n), dev); err != nil {
@@ -136,9 +115,7 @@ func TestSharedCopyOutHelps(t *testing.T) {
 	e := newEnvTuned(t, Options{ChunkSize: chunk, WindowBytes: 16 * chunk, Lanes: 8, DirectBelow: -1}, chunkedOnly())
 	e.d.latency.Store(int64(100 * time.Microsecond))
 	const n = 24*chunk + 100
-	src := randomBytes(n, 5)
-	dev := e.d.alloc(n)
-	e.setDev(dev, src)
+	dev, src := e.devHolding(n, 5)
 	helped := e.c.stats.helped.Load()
 	for range 20 {
 		back := make([]byte, n)
