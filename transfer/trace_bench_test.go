@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	rtrace "runtime/trace"
 	"slices"
@@ -90,6 +91,11 @@ func BenchmarkStagedTrace(b *testing.B) {
 	}
 }
 
+// traceGapFlag is a pause before each warm transfer of BenchmarkStagedTrace:
+// device to host, a transfer that follows another within 100 µs was
+// slower than one after 0.5 ms or more (docs/results/2026-12-01-tails.md).
+var traceGapFlag = flag.Duration("transfer.tracegap", 0, "BenchmarkStagedTrace: busy-wait this long before each warm transfer")
+
 // traceTransfers is one leaf of BenchmarkStagedTrace.
 func traceTransfers(b *testing.B, c *Copier, tr *trace, d Direction, dev cuda.DevicePtr, mem []byte) {
 	ctx := context.Background()
@@ -100,6 +106,10 @@ func traceTransfers(b *testing.B, c *Copier, tr *trace, d Direction, dev cuda.De
 	for b.Loop() {
 		time.Sleep(2 * time.Millisecond) // the lanes fall asleep
 		for k := range 4 {
+			if k > 0 && *traceGapFlag > 0 {
+				for t := time.Now(); time.Since(t) < *traceGapFlag; {
+				}
+			}
 			tr.reset()
 			t0 := time.Now()
 			var err error
