@@ -78,8 +78,9 @@ func (r *chunkedRun) openShare() *outShare {
 
 // help copies out stripes of the other lanes' landed chunks until every
 // chunk of the transfer is copied out or the transfer stops. A lane calls
-// it once it has nothing of its own left: it waits only for chunks whose
-// DMA is already queued.
+// it once it has nothing of its own left, so it spins only while the last
+// chunks, all claimed, land: a few hundred microseconds of CPU time per
+// lane, measured in docs/results/2026-12-01-tails.md.
 func (r *chunkedRun) help() {
 	for {
 		var s *outShare

@@ -136,7 +136,7 @@ func (r *chunkedRun) lane() {
 	for {
 		off, m, ok := r.claim()
 		if !ok {
-			if o.dir == HostToDevice {
+			if o.dir == HostToDevice && !r.stop.Load() {
 				q.demote()
 			}
 			return
