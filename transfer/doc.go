@@ -74,8 +74,8 @@
 // host memory held by one kind of memory; a chunk is the bytes of one
 // staged asynchronous copy; a staging buffer (one window slot) holds one
 // chunk, or several small ones; a stripe is the part of a cooperative
-// chunk (or of a shared copy-out) one lane copies at a time; a lane is a goroutine working on a
-// staged transfer.
+// chunk (or of a shared copy-out) one lane copies at a time; a lane is a
+// goroutine working on a staged transfer.
 //
 // # Mapped zero-copy
 //
