@@ -1,9 +1,12 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 )
@@ -128,4 +131,47 @@ func TestSharedCopyOutHelps(t *testing.T) {
 		}
 	}
 	t.Errorf("20 transfers, and no lane copied out a stripe of another lane's chunk")
+}
+
+// TestChunkedTailsConcurrent runs chunked transfers in both directions
+// from six goroutines at once on one copier, so that transfers share the
+// lanes and the window while their last chunks are shared or demoted: every
+// byte arrives, and the staging all comes back.
+func TestChunkedTailsConcurrent(t *testing.T) {
+	e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 12 * testChunk, Lanes: 8, DirectBelow: -1}, chunkedOnly())
+	e.d.latency.Store(int64(10 * time.Microsecond))
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 7))
+			for i := range 15 {
+				n := 1 + r.IntN(20*testChunk)
+				dev, src := e.devHolding(n, uint64(100*g+i))
+				back := make([]byte, n)
+				if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
+					t.Error(err)
+					return
+				}
+				if !bytes.Equal(back, src) {
+					t.Errorf("goroutine %d, transfer %d: device to host bytes differ", g, i)
+					return
+				}
+				for j := range back {
+					back[j] ^= 0x5a
+				}
+				if err := e.c.ToDevice(context.Background(), dev, back); err != nil {
+					t.Error(err)
+					return
+				}
+				if !bytes.Equal(e.devBytes(dev, n), back) {
+					t.Errorf("goroutine %d, transfer %d: host to device bytes differ", g, i)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if st := e.c.Stats(); st.StagingBytes != 0 || st.Failed != 0 {
+		t.Errorf("after the transfers: %d bytes of staging held, %d failed", st.StagingBytes, st.Failed)
+	}
 }
