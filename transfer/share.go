@@ -41,7 +41,11 @@ func (s *outShare) work() (copied uint64) {
 // finished, and returns once every byte is copied: the caller then owns
 // src again.
 func (r *chunkedRun) shareCopyOut(dst, src []byte) {
-	stripe := roundUp(max(r.c.tune.minStripe, ceilDiv(len(src), r.p.lanes)), 4096)
+	// The smallest stripe worth claiming: the lanes that help come and go,
+	// and finer stripes share the work more evenly than one per lane (a
+	// lane's share of the chunk was 1-2% slower in
+	// docs/results/2026-12-01-tails.md, run 15).
+	stripe := roundUp(max(r.c.tune.minStripe, 1), 4096)
 	s := &outShare{dst: dst, src: src, stripe: stripe, stripes: int64(ceilDiv(len(src), stripe)), stream: r.p.streamOut}
 	r.shareMu.Lock()
 	r.shares = append(r.shares, s)
