@@ -175,3 +175,51 @@ func TestChunkedTailsConcurrent(t *testing.T) {
 		t.Errorf("after the transfers: %d bytes of staging held, %d failed", st.StagingBytes, st.Failed)
 	}
 }
+
+// TestChunkedTailsCloseRace closes the copier while goroutines run chunked
+// transfers both ways, some of them in their shared or demoted last
+// chunks: Close waits for them, each either copies every byte or returns
+// ErrClosed, and nothing is left running or held (the env's cleanup checks
+// the goroutines, streams, events and staging).
+func TestChunkedTailsCloseRace(t *testing.T) {
+	for round := range 8 {
+		e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Lanes: 8, DirectBelow: -1}, chunkedOnly())
+		e.d.latency.Store(int64(20 * time.Microsecond))
+		const n = 20*testChunk + 7
+		var wg sync.WaitGroup
+		for g := range 4 {
+			dev, src := e.devHolding(n, uint64(10*round+g))
+			wg.Go(func() {
+				for {
+					back := make([]byte, n)
+					err := e.c.FromDevice(context.Background(), back, dev)
+					if errors.Is(err, ErrClosed) {
+						return
+					}
+					if err != nil {
+						t.Errorf("device to host: %v", err)
+						return
+					}
+					if !bytes.Equal(back, src) {
+						t.Errorf("goroutine %d: device to host bytes differ", g)
+						return
+					}
+					if err := e.c.ToDevice(context.Background(), dev, src); errors.Is(err, ErrClosed) {
+						return
+					} else if err != nil {
+						t.Errorf("host to device: %v", err)
+						return
+					}
+				}
+			})
+		}
+		time.Sleep(time.Duration(round+1) * 300 * time.Microsecond)
+		if err := e.c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if st := e.c.Stats(); st.StagingBytes != 0 {
+			t.Errorf("round %d: %d bytes of staging held after Close", round, st.StagingBytes)
+		}
+	}
+}
