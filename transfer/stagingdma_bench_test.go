@@ -114,3 +114,81 @@ func BenchmarkStagingDMA(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChunkedDMA times, with CUDA events, the DMA of 64 MiB of pinned
+// memory queued on one stream as one copy ("whole") and as back-to-back
+// copies of a chunk size ("chunked"), as the chunked mode issues them,
+// alternating the two in every iteration. It reports both rates and the
+// time each extra copy adds (per-copy-us): the ceiling that the chunk size
+// puts on a staged transfer, however fast its lanes. On the H200 host each
+// copy added about 2.9 µs host to device and 2 µs device to host, so 2 MiB
+// copies cap 64 MiB at about 51 and 52.5 GB/s
+// (docs/results/2026-12-01-dma-ceiling.md).
+func BenchmarkChunkedDMA(b *testing.B) {
+	defer allCPUs()()
+	g := newGPU(b, cudahost.Options{})
+	ctx := context.Background()
+	const n = 64 << 20
+	buf, err := g.pool.Get(ctx, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer buf.Release()
+	mem := buf.Bytes()[:n]
+	copy(mem, randomBytes(n, 23))
+	dev := g.devMem(b, n)
+	var evs [2]*cuda.Event
+	for i := range evs {
+		if evs[i], err = g.ctx.NewEvent(cuda.EventDefault); err != nil {
+			b.Fatal(err)
+		}
+		defer evs[i].Destroy()
+	}
+	// timed queues the copies of mem in chunks of chunk bytes and returns
+	// the time the stream took for them.
+	timed := func(d Direction, chunk int) time.Duration {
+		if err := evs[0].Record(g.s); err != nil {
+			b.Fatal(err)
+		}
+		for off := 0; off < n; off += chunk {
+			hi := min(off+chunk, n)
+			p := dev.Ptr() + cuda.DevicePtr(off)
+			if d == HostToDevice {
+				err = g.s.CopyHtoDAsync(p, mem[off:hi])
+			} else {
+				err = g.s.CopyDtoHAsync(mem[off:hi], p)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := evs[1].Record(g.s); err != nil {
+			b.Fatal(err)
+		}
+		if err := evs[1].Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+		dt, err := cuda.ElapsedTime(evs[0], evs[1])
+		if err != nil {
+			b.Fatal(err)
+		}
+		return dt
+	}
+	for _, chunk := range []int{8 << 20, 4 << 20, DefaultChunkSize, 1 << 20, 512 << 10} {
+		for _, d := range []Direction{HostToDevice, DeviceToHost} {
+			b.Run(fmt.Sprintf("chunk=%s/%v", sizeLabel(chunk), d), func(b *testing.B) {
+				defer allCPUs()()
+				var whole, chunked time.Duration
+				b.SetBytes(2 * n)
+				for b.Loop() {
+					whole += timed(d, n)
+					chunked += timed(d, chunk)
+				}
+				copies := float64(ceilDiv(n, chunk))
+				b.ReportMetric(float64(n)*float64(b.N)/whole.Seconds()/1e9, "whole-GB/s")
+				b.ReportMetric(float64(n)*float64(b.N)/chunked.Seconds()/1e9, "chunked-GB/s")
+				b.ReportMetric((chunked-whole).Seconds()*1e6/float64(b.N)/(copies-1), "per-copy-us")
+			})
+		}
+	}
+}
