@@ -2,31 +2,12 @@ package transfer
 
 import (
 	"errors"
-
-	"github.com/pinpool/pinpool"
 )
 
 // Step 5 of a transfer: complete. A copy is complete when the event issued
 // after it has completed: only then may its staging buffer go back to the
 // pool and its window slot to the window, and only then are device-to-host
 // bytes in the staging buffer to copy out.
-
-// settle waits for the event issued after a staged copy of n bytes at
-// offset off into or out of buf. When the copy failed, it retires buf (the
-// device's use of it is unknown: the pool frees it instead of reusing it),
-// destroys the event, and returns the copy error; otherwise the caller
-// still owns buf and gives the event back. (Polling the event and yielding
-// in between did no better than the driver's own wait.)
-func (c *Copier) settle(ev event, buf pinpool.Buffer, d Direction, off, n int) error {
-	err := ev.synchronize()
-	if err == nil {
-		return nil
-	}
-	err = copyErr(d, PathStaged, off, n, err)
-	buf.ReleaseAfter(failedFence{err})
-	c.events.drop(ev)
-	return err
-}
 
 // complete completes one chunk of a chunked transfer: it waits for the
 // chunk's copy, copies it out to the destination (device to host), and
@@ -35,7 +16,15 @@ func (c *Copier) settle(ev event, buf pinpool.Buffer, d Direction, off, n int) e
 func (r *chunkedRun) complete(f inFlight) {
 	c, o := r.c, r.o
 	defer c.win.release()
-	if err := c.settle(f.ev, f.buf, o.dir, f.off, f.n); err != nil {
+	if err, queued := c.wait(f.t); err != nil {
+		if queued {
+			err = copyErr(o.dir, PathStaged, f.off, f.n, err)
+		}
+		if queued || f.t.unsure {
+			f.buf.ReleaseAfter(failedFence{err})
+		} else {
+			f.buf.Release() // the copy never ran
+		}
 		r.fail(err)
 		return
 	}
@@ -53,7 +42,6 @@ func (r *chunkedRun) complete(f inFlight) {
 		}
 	}
 	f.buf.Release()
-	c.events.put(f.ev)
 	r.completed.Add(1)
 }
 

@@ -21,7 +21,7 @@ import (
 // any of them except where noted:
 //
 //	Copier.mu (write: Close only)       guards closed; Close waits for inflight after releasing it
-//	issuing (issueLock)                 held around a chunk's driver calls; under it: events.mu, runState.mu
+//	issuing (issueLock)                 held around a chunk's driver calls and the issue queues; under it: events.mu, runState.mu
 //	registry.mu                         held alone, never while copying
 //	runState.mu, events.mu, quickStreams.mu, chunkedRun.shareMu   leaves: nothing is taken under them
 //
@@ -38,7 +38,9 @@ type Copier struct {
 
 	win      *window
 	lanes    *standingLanes
-	issuing  issueLock // the staged lanes' driver calls
+	issuing  issueLock     // the staged lanes' driver calls
+	queues   [2]issueQueue // chunks parked for a batch (batch.go), under issuing
+	canBatch bool          // the device queues batches of copies as one
 	events   events
 	quick    quickStreams
 	regs     registry
@@ -75,6 +77,7 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, 
 	}
 	c := &Copier{pool: pool, dev: dev, opt: o, tune: t, events: events{dev: dev}, quick: quickStreams{dev: dev}}
 	c.regs.chunk = int(o.RegisterChunk)
+	c.canBatch = max(t.batchMax[0], t.batchMax[1]) > 1 && dev.canBatch()
 	streams := make([]stream, 0, o.Streams)
 	for range o.Streams {
 		s, err := dev.newStream()
@@ -156,6 +159,7 @@ func (c *Copier) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	c.closeQueues()
 	if err := c.quick.close(); err != nil {
 		errs = append(errs, err)
 	}

@@ -8,10 +8,10 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// Step 4 of a transfer: issue. Every asynchronous copy of the package,
-// staged chunks and pinned or registered segments alike, is queued by
-// issue, with an event recorded after it that tells when its memory may be
-// reused.
+// Step 4 of a transfer: issue. Every asynchronous copy of the package is
+// queued with an event recorded after it that tells when its memory may be
+// reused: by issue below, or for the chunks of a chunked transfer by the
+// issue queue of batch.go, which may queue two of them as one batch.
 
 // issue queues the asynchronous copy of host (page-locked, inside one
 // allocation or registration) at offset off of the transfer on s, and
@@ -37,14 +37,6 @@ func (c *Copier) issue(s stream, o op, path Path, off int, host []byte) (event, 
 		return nil, errors.Join(copyErr(o.dir, path, off, len(host), err), s.synchronize())
 	}
 	return ev, nil
-}
-
-// issueLocked is issue under the copier's issue lock: the staged lanes'
-// way of calling the driver.
-func (c *Copier) issueLocked(o op, off int, host []byte) (event, error) {
-	c.issuing.lock()
-	defer c.issuing.unlock()
-	return c.issue(c.stream(o.dir), o, PathStaged, off, host)
 }
 
 // issueLock serialises the staged lanes' driver calls (a chunk's

@@ -83,8 +83,11 @@ const (
 	DefaultStreams = 2
 	// DefaultChunkSize is 2 MiB: small enough that the DMA of a large
 	// transfer starts early and each lane holds several chunks in flight,
-	// large enough that the driver's per-copy cost stays small; 4 MiB did
-	// no better.
+	// large enough that the copy engine's pause between copies (about
+	// 2.5 µs, 6% of a 2 MiB copy, BenchmarkChunkedDMA) costs little, and
+	// host to device the chunks go out in pairs that do not pay it; 4 MiB
+	// chunks made the lanes' copies slower
+	// (docs/results/2026-12-01-dma-ceiling.md).
 	DefaultChunkSize = 2 << 20
 	// DefaultWindowBytes is 32 MiB of staging: 16 chunks, enough for 8
 	// lanes to keep two chunks each in flight, and small enough to stay in

@@ -57,10 +57,10 @@ type chunkedRun struct {
 }
 
 // inFlight is one chunk whose copy is queued: the chunk's range of the
-// transfer, the staging buffer it is copied into or out of, and the event
-// issued after the copy.
+// transfer, the staging buffer it is copied into or out of, and its ticket
+// in the issue queue (batch.go).
 type inFlight struct {
-	ev  event
+	t   *ticket
 	off int
 	n   int
 	buf pinpool.Buffer
@@ -136,6 +136,9 @@ func (r *chunkedRun) lane() {
 	for {
 		off, m, ok := r.claim()
 		if !ok {
+			// Chunks parked for a batch would wait for the next lane's:
+			// issue them now.
+			q.flush()
 			if o.dir == HostToDevice && !r.stop.Load() {
 				q.demote()
 			}
@@ -159,16 +162,31 @@ func (r *chunkedRun) lane() {
 			// docs/results/2026-12-01-tails.md).
 			copyBytes(b, o.host[off:off+m], true)
 		}
-		ev, err := c.issueLocked(o, off, b)
+		t, err := c.issueChunk(o, off, b, off >= c.tune.batchFrom*r.p.lanes*r.p.chunk)
 		if err != nil {
-			r.fail(err)   // before the slot is free for the other lanes
-			buf.Release() // issue waited for the stream where it had to
+			r.fail(err) // before the slot is free for the other lanes
+			if t.unsure {
+				buf.ReleaseAfter(failedFence{err})
+			} else {
+				buf.Release() // issue waited for the stream where it had to
+			}
 			c.win.release()
 			return
 		}
 		r.issued.Add(int64(m))
 		c.stats.chunks.Add(1)
-		q.held = append(q.held, inFlight{ev: ev, off: off, n: m, buf: buf})
+		q.held = append(q.held, inFlight{t: t, off: off, n: m, buf: buf})
+	}
+}
+
+// flush issues the chunks parked in the issue queue if the lane holds one
+// of them.
+func (q *laneQueue) flush() {
+	for _, f := range q.held {
+		if !f.t.issued.Load() {
+			q.r.c.flush(q.r.o.dir)
+			return
+		}
 	}
 }
 

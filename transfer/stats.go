@@ -79,6 +79,8 @@ type counters struct {
 	chunks           atomic.Uint64
 	lanes            atomic.Uint64 // lanes that worked on staged transfers, callers included
 	helped           atomic.Uint64 // stripes of shared copy-outs copied by a lane that did not own the chunk
+	parked           atomic.Uint64 // chunks parked in an issue queue (batch.go)
+	batched          atomic.Uint64 // chunks issued in batches of two or more
 	failed, canceled atomic.Uint64
 	lastMu           sync.Mutex
 	last             LastTransfer

@@ -14,13 +14,15 @@ import (
 )
 
 // traceCopiers are the copiers BenchmarkStagedTrace compares: the default
-// one, and variants of its tuning or options.
+// one, and variants of its tuning or options: batch-off issues every chunk
+// on its own (batch.go).
 var traceCopiers = []struct {
 	name string
 	tune func(*tuning)
 	opt  func(*Options)
 }{
 	{"default", nil, nil},
+	{"batch-off", func(t *tuning) { t.batchMax = [2]int{} }, nil},
 }
 
 // BenchmarkStagedTrace times where a staged transfer's time goes, through
