@@ -197,29 +197,7 @@ func TestBatchedChunksConcurrent(t *testing.T) {
 		var wg sync.WaitGroup
 		for g := range 6 {
 			dev, src := e.devHolding(n, uint64(10*round+g))
-			wg.Go(func() {
-				for {
-					back := make([]byte, n)
-					err := e.c.FromDevice(context.Background(), back, dev)
-					if errors.Is(err, ErrClosed) {
-						return
-					}
-					if err != nil {
-						t.Errorf("device to host: %v", err)
-						return
-					}
-					if !bytes.Equal(back, src) {
-						t.Errorf("goroutine %d: device to host bytes differ", g)
-						return
-					}
-					if err := e.c.ToDevice(context.Background(), dev, src); errors.Is(err, ErrClosed) {
-						return
-					} else if err != nil {
-						t.Errorf("host to device: %v", err)
-						return
-					}
-				}
-			})
+			wg.Go(func() { e.roundTripsUntilClosed(g, dev, src) })
 		}
 		time.Sleep(time.Duration(round+1) * 5 * time.Millisecond)
 		if err := e.c.Close(); err != nil {

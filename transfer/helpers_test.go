@@ -267,3 +267,31 @@ func samplePeak(read func() int64) (stop func() (peak, samples int64)) {
 		return peak, n
 	}
 }
+
+// roundTripsUntilClosed runs round trips of src through dev on e's copier,
+// device to host (checked) then host to device, until a transfer returns
+// ErrClosed; any other error or a wrong byte is reported as goroutine g's.
+// Tests of Close racing transfers run it on several goroutines.
+func (e *env) roundTripsUntilClosed(g int, dev cuda.DevicePtr, src []byte) {
+	for {
+		back := make([]byte, len(src))
+		err := e.c.FromDevice(context.Background(), back, dev)
+		if errors.Is(err, ErrClosed) {
+			return
+		}
+		if err != nil {
+			e.t.Errorf("goroutine %d: device to host: %v", g, err)
+			return
+		}
+		if !bytes.Equal(back, src) {
+			e.t.Errorf("goroutine %d: device to host bytes differ", g)
+			return
+		}
+		if err := e.c.ToDevice(context.Background(), dev, src); errors.Is(err, ErrClosed) {
+			return
+		} else if err != nil {
+			e.t.Errorf("goroutine %d: host to device: %v", g, err)
+			return
+		}
+	}
+}

@@ -189,29 +189,7 @@ func TestChunkedTailsCloseRace(t *testing.T) {
 		var wg sync.WaitGroup
 		for g := range 4 {
 			dev, src := e.devHolding(n, uint64(10*round+g))
-			wg.Go(func() {
-				for {
-					back := make([]byte, n)
-					err := e.c.FromDevice(context.Background(), back, dev)
-					if errors.Is(err, ErrClosed) {
-						return
-					}
-					if err != nil {
-						t.Errorf("device to host: %v", err)
-						return
-					}
-					if !bytes.Equal(back, src) {
-						t.Errorf("goroutine %d: device to host bytes differ", g)
-						return
-					}
-					if err := e.c.ToDevice(context.Background(), dev, src); errors.Is(err, ErrClosed) {
-						return
-					} else if err != nil {
-						t.Errorf("host to device: %v", err)
-						return
-					}
-				}
-			})
+			wg.Go(func() { e.roundTripsUntilClosed(g, dev, src) })
 		}
 		time.Sleep(time.Duration(round+1) * 300 * time.Microsecond)
 		if err := e.c.Close(); err != nil {
