@@ -145,33 +145,24 @@ func (c *Copier) issueBatch(d Direction, ts []*ticket) (_ *sharedEvent, _ error,
 		return nil, fmt.Errorf("creating an event: %w", err), false
 	}
 	s := c.stream(d)
-	switch {
-	case len(ts) == 1 && d == HostToDevice:
-		err = s.copyHtoDAsync(ts[0].dev, ts[0].host)
-	case len(ts) == 1:
-		err = s.copyDtoHAsync(ts[0].host, ts[0].dev)
-	default:
+	// Part of a batch may have been queued before a failure.
+	err, syncErr := c.queueAndRecord(s, ev, len(ts) > 1, func() error {
+		if len(ts) == 1 {
+			return enqueueCopy(s, d, ts[0].dev, ts[0].host)
+		}
 		copies := make([]chunkCopy, len(ts))
 		for i, x := range ts {
 			copies[i] = chunkCopy{dev: x.dev, host: x.host}
 		}
-		if err = s.copyBatchAsync(d, copies); err == nil {
-			c.stats.batched.Add(uint64(len(ts)))
-		} else if e := s.synchronize(); e != nil {
-			// Part of a batch may have been queued before the failure.
-			c.events.put(ev)
-			return nil, errors.Join(err, e), true
+		if err := s.copyBatchAsync(d, copies); err != nil {
+			return err
 		}
-	}
+		c.stats.batched.Add(uint64(len(ts)))
+		return nil
+	})
 	if err != nil {
-		c.events.put(ev)
-		return nil, err, false
-	}
-	if err := s.record(ev); err != nil {
-		// The copies may run with no event after them: wait for them.
-		c.events.drop(ev)
-		if e := s.synchronize(); e != nil {
-			return nil, errors.Join(err, e), true
+		if syncErr != nil {
+			return nil, errors.Join(err, syncErr), true
 		}
 		return nil, err, false
 	}
@@ -193,22 +184,22 @@ func (c *Copier) unref(se *sharedEvent) {
 }
 
 // wait returns once t's copy has completed, issuing the parked tickets
-// first if t is among them. It returns t's issue error (queued false: the
-// copy never ran, unless t.unsure) or the copy's error (queued true). It
-// waits in the driver: polling the event and yielding in between did no
-// better.
-func (c *Copier) wait(t *ticket) (err error, queued bool) {
+// first if t is among them, and returns t's issue error (t.err: then the
+// copy never ran, unless t.unsure) or the copy's error. It waits in the
+// driver: polling the event and yielding in between did no better.
+func (c *Copier) wait(t *ticket) error {
 	if !t.issued.Load() {
 		c.flush(t.dir)
 	}
 	if t.err != nil {
-		return t.err, false
+		return t.err
 	}
-	if err = t.ev.ev.synchronize(); err != nil {
+	err := t.ev.ev.synchronize()
+	if err != nil {
 		t.ev.bad.Store(true)
 	}
 	c.unref(t.ev)
-	return err, true
+	return err
 }
 
 // closeQueues lets go of the recent batches' events when the copier

@@ -136,8 +136,8 @@ func TestIssueBatchUnsure(t *testing.T) {
 		if !x.issued.Load() || x.err == nil || !x.unsure || x.ev != nil {
 			t.Errorf("ticket %d: issued %v, err %v, unsure %v, event %v", i, x.issued.Load(), x.err, x.unsure, x.ev != nil)
 		}
-		if err, queued := e.c.wait(x); err == nil || queued {
-			t.Errorf("ticket %d: wait returned %v, queued %v", i, err, queued)
+		if err := e.c.wait(x); err == nil || err != x.err {
+			t.Errorf("ticket %d: wait returned %v, not the issue's error %v", i, err, x.err)
 		}
 	}
 	if len(q.parked) != 0 || len(q.recent) != 0 {

@@ -16,16 +16,17 @@ import (
 func (r *chunkedRun) complete(f inFlight) {
 	c, o := r.c, r.o
 	defer c.win.release()
-	if err, queued := c.wait(f.t); err != nil {
-		if queued {
+	if err := c.wait(f.t); err != nil {
+		ran := f.t.err == nil // else the issue failed and err is its error
+		if ran {
 			err = copyErr(o.dir, PathStaged, f.off, f.n, err)
 		}
-		if queued || f.t.unsure {
+		if ran || f.t.unsure {
 			f.buf.ReleaseAfter(failedFence{err})
 		} else {
 			f.buf.Release() // the copy never ran
 		}
-		r.fail(err)
+		r.fail(err) // before the slot is free for the other lanes
 		return
 	}
 	if o.dir == DeviceToHost {

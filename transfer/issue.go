@@ -23,20 +23,43 @@ func (c *Copier) issue(s stream, o op, path Path, off int, host []byte) (event, 
 	if err != nil {
 		return nil, fmt.Errorf("transfer: creating an event: %w: %w", ErrCopy, err)
 	}
-	if o.dir == HostToDevice {
-		err = s.copyHtoDAsync(o.dev+cuda.DevicePtr(off), host)
-	} else {
-		err = s.copyDtoHAsync(host, o.dev+cuda.DevicePtr(off))
-	}
+	err, syncErr := c.queueAndRecord(s, ev, false, func() error {
+		return enqueueCopy(s, o.dir, o.dev+cuda.DevicePtr(off), host)
+	})
 	if err != nil {
+		return nil, errors.Join(copyErr(o.dir, path, off, len(host), err), syncErr)
+	}
+	return ev, nil
+}
+
+// enqueueCopy queues one asynchronous copy in direction d between the
+// pinned host memory host and the device address dev on s.
+func enqueueCopy(s stream, d Direction, dev cuda.DevicePtr, host []byte) error {
+	if d == HostToDevice {
+		return s.copyHtoDAsync(dev, host)
+	}
+	return s.copyDtoHAsync(host, dev)
+}
+
+// queueAndRecord runs enqueue, which queues copies on s, and records ev
+// after them. It returns enqueue's or record's error, and syncErr, the
+// error of waiting for s where copies may run with no event after them:
+// after a failed record, and after a failed enqueue that may have queued
+// part of its copies (partial). After a failure ev is given back (enqueue
+// failed) or destroyed (record failed).
+func (c *Copier) queueAndRecord(s stream, ev event, partial bool, enqueue func() error) (err, syncErr error) {
+	if err := enqueue(); err != nil {
 		c.events.put(ev)
-		return nil, copyErr(o.dir, path, off, len(host), err)
+		if partial {
+			syncErr = s.synchronize()
+		}
+		return err, syncErr
 	}
 	if err := s.record(ev); err != nil {
 		c.events.drop(ev)
-		return nil, errors.Join(copyErr(o.dir, path, off, len(host), err), s.synchronize())
+		return err, s.synchronize()
 	}
-	return ev, nil
+	return nil, nil
 }
 
 // issueLock serialises the staged lanes' driver calls (a chunk's

@@ -82,14 +82,8 @@ func (q *quickStreams) close() error {
 // quickCopy copies the page-locked host memory of o, which lies in one
 // allocation or registration, on the private stream s and waits for it.
 func (c *Copier) quickCopy(s stream, o op, path Path) error {
-	var err error
-	if o.dir == HostToDevice {
-		err = s.copyHtoDAsync(o.dev, o.host)
-	} else {
-		err = s.copyDtoHAsync(o.host, o.dev)
-	}
-	if err != nil { // nothing was queued: the stream is as it was
-		c.quick.put(s)
+	if err := enqueueCopy(s, o.dir, o.dev, o.host); err != nil {
+		c.quick.put(s) // nothing was queued: the stream is as it was
 		return copyErr(o.dir, path, 0, len(o.host), err)
 	}
 	if err := s.synchronize(); err != nil {

@@ -163,19 +163,14 @@ func (r *chunkedRun) lane() {
 			copyBytes(b, o.host[off:off+m], true)
 		}
 		t, err := c.issueChunk(o, off, b, off >= c.tune.batchFrom*r.p.lanes*r.p.chunk)
+		f := inFlight{t: t, off: off, n: m, buf: buf}
 		if err != nil {
-			r.fail(err) // before the slot is free for the other lanes
-			if t.unsure {
-				buf.ReleaseAfter(failedFence{err})
-			} else {
-				buf.Release() // issue waited for the stream where it had to
-			}
-			c.win.release()
+			r.complete(f) // fails the transfer and gives the staging back
 			return
 		}
 		r.issued.Add(int64(m))
 		c.stats.chunks.Add(1)
-		q.held = append(q.held, inFlight{t: t, off: off, n: m, buf: buf})
+		q.held = append(q.held, f)
 	}
 }
 
