@@ -33,16 +33,7 @@ func BenchmarkStagingDMA(b *testing.B) {
 	mem := buf.Bytes()
 	host := randomBytes(16<<20, 21)
 	dev := g.devMem(b, 16<<20)
-	start, err := g.ctx.NewEvent(cuda.EventDefault)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer start.Destroy()
-	end, err := g.ctx.NewEvent(cuda.EventDefault)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer end.Destroy()
+	start, end := g.timingEvents(b)
 	touch := func(k int, d Direction, region []byte, nt, evict bool) {
 		var wg sync.WaitGroup
 		slice := (len(region) + k - 1) / k
@@ -137,17 +128,11 @@ func BenchmarkChunkedDMA(b *testing.B) {
 	mem := buf.Bytes()[:n]
 	copy(mem, randomBytes(n, 23))
 	dev := g.devMem(b, n)
-	var evs [2]*cuda.Event
-	for i := range evs {
-		if evs[i], err = g.ctx.NewEvent(cuda.EventDefault); err != nil {
-			b.Fatal(err)
-		}
-		defer evs[i].Destroy()
-	}
+	start, end := g.timingEvents(b)
 	// timed queues the copies of mem in chunks of chunk bytes and returns
 	// the time the stream took for them.
 	timed := func(d Direction, chunk int) time.Duration {
-		if err := evs[0].Record(g.s); err != nil {
+		if err := start.Record(g.s); err != nil {
 			b.Fatal(err)
 		}
 		for off := 0; off < n; off += chunk {
@@ -162,13 +147,13 @@ func BenchmarkChunkedDMA(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if err := evs[1].Record(g.s); err != nil {
+		if err := end.Record(g.s); err != nil {
 			b.Fatal(err)
 		}
-		if err := evs[1].Synchronize(); err != nil {
+		if err := end.Synchronize(); err != nil {
 			b.Fatal(err)
 		}
-		dt, err := cuda.ElapsedTime(evs[0], evs[1])
+		dt, err := cuda.ElapsedTime(start, end)
 		if err != nil {
 			b.Fatal(err)
 		}
