@@ -16,8 +16,9 @@
 //     ToDevice of its bytes).
 //   - per device, a transfer.Copier that stages ordinary Go memory through
 //     a staging pool of its own: a cudahost backend on that device, a pool
-//     whose budget is exactly the copier's window (Options.Transfer's
-//     WindowBytes, 32 MiB by default), reserved when the set opens.
+//     whose budget is exactly the copier's two windows, one per direction
+//     (Options.Transfer's WindowBytes each, 32 MiB by default), one of them
+//     reserved when the set opens.
 //   - per device, a Placement (Place): the staging bound to the node the
 //     device reports as nearest (the attribute HOST_NUMA_ID,
 //     cuda.Properties.HostNUMAID) when it reports one, the host shows that

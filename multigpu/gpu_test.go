@@ -104,8 +104,8 @@ func TestGPUSet(t *testing.T) {
 			t.Errorf("device %d: copier runs %d lanes, placement says %d", pl.Device, got, pl.Lanes)
 		}
 		st := s.per[i].staging.Stats()
-		if st.BytesHeld != c.Options().WindowBytes || st.Budget != st.BytesHeld {
-			t.Errorf("device %d: staging pool holds %d bytes of budget %d, window %d", pl.Device, st.BytesHeld, st.Budget, c.Options().WindowBytes)
+		if w := c.Options().WindowBytes; st.BytesHeld != w || st.Budget != 2*w {
+			t.Errorf("device %d: staging pool holds %d bytes of budget %d, window %d (want one window held, a budget of two)", pl.Device, st.BytesHeld, st.Budget, w)
 		}
 	}
 	if len(devices) < 2 {

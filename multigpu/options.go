@@ -15,15 +15,16 @@ type Options struct {
 	// pinpool.Options.Budget: Get waits while a request would exceed it.
 	// Zero means no cap; otherwise at least 4096. The staging pools are
 	// not counted: each holds its copier's window (Transfer.WindowBytes,
-	// 32 MiB by default) and no more.
+	// 32 MiB by default), and a second one while the copier moves data
+	// both ways at once (transfer.Options.WindowBytes), and no more.
 	Budget int64
 
 	// Transfer is the template of every copier's options. Zero fields take
 	// transfer's defaults, except Lanes: zero means the placement's lane
 	// count for the device (Placement.Lanes), a positive value is used
 	// for every copier as is. Prewarm is always set: Open allocates (and
-	// binds) each copier's staging window at once, so that a device that
-	// cannot pin or bind it fails Open, not the first copy.
+	// binds) one staging window of each copier at once, so that a device
+	// that cannot pin or bind it fails Open, not the first copy.
 	Transfer transfer.Options
 
 	// Host describes the host's NUMA nodes for the placement. Nil means
@@ -36,8 +37,8 @@ type Options struct {
 	NoNUMABind bool
 }
 
-// window is the staging window of one copier: the number of staging
-// buffers and their size, from the template with transfer's defaults
+// window is the staging window of one copier in one direction: the number
+// of staging buffers and their size, from the template with transfer's defaults
 // filled in by transfer itself (transfer.Options.Defaults). It is zero for
 // a template that check refuses.
 func (o Options) window() (slots, chunk int) {

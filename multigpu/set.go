@@ -41,8 +41,8 @@ type perDevice struct {
 // order, it computes the Placement (Place, from the devices' properties and
 // Options.Host), opens a cudahost backend with the placement's Staging
 // options, a staging pool over it whose Budget is exactly the copier's
-// window, and a copier (transfer.New) with the placement's lanes that
-// reserves that window at once. Before them it opens the shared pool
+// two windows (one per direction), and a copier (transfer.New) with the
+// placement's lanes that reserves one window at once. Before them it opens the shared pool
 // (Set.Pool): a cudahost backend on the first device with Portable set, so
 // that its memory is pinned for every CUDA context of the process.
 //
@@ -203,9 +203,9 @@ func (s *Set) openDevice(i int, opt Options) error {
 	size := (int64(chunk) + 4095) &^ 4095 // an Exact pool rounds to whole pages
 	pool, err := pinpool.New(pinpool.Options{
 		Backend:   pinpool.CUDABackend(b),
-		Budget:    int64(slots) * size,
-		Exact:     true, // one size: the chunk
-		SlabMax:   -1,   // each chunk a whole allocation, none shared
+		Budget:    2 * int64(slots) * size, // a window per direction
+		Exact:     true,                    // one size: the chunk
+		SlabMax:   -1,                      // each chunk a whole allocation, none shared
 		GrowBytes: int64(slots) * size,
 	})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // stops the transfer, and its buffer is retired.
 func (r *chunkedRun) complete(f inFlight) {
 	c, o := r.c, r.o
-	defer c.win.release()
+	defer c.winFor(o.dir).release()
 	if err := c.wait(f.t); err != nil {
 		ran := f.t.err == nil // else the issue failed and err is its error
 		if ran {
@@ -61,11 +61,14 @@ func (c *Copier) waitAll(o op, path Path, evs []event, err error) error {
 }
 
 // copyOut copies device-to-host bytes from staging into the destination:
-// with streaming stores when stream (the transfer stages alone), which
-// need not read the destination's lines first and were faster for large
-// transfers and streams of frames; with many transfers staging at once
-// they were slower than cached stores, so those copy out cached
-// (docs/results/2026-12-01-paced-frames.md).
+// with streaming stores when stream (no other transfer stages device to
+// host), which need not read the destination's lines first and were
+// faster for large transfers and streams of frames; with many transfers
+// staging device to host at once they were slower than cached stores, so
+// those copy out cached (docs/results/2026-12-01-paced-frames.md). A
+// transfer host to device beside it does not count: copying out cached
+// beside one made transfers both ways at once slower
+// (docs/results/2026-12-01-both-ways.md).
 func copyOut(dst, src []byte, stream bool) {
 	if stream {
 		streamBytes(dst, src)

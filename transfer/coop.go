@@ -56,13 +56,13 @@ func (c *Copier) coop(ctx context.Context, o op, p plan) (bool, error) {
 func (r *coopRun) take() bool {
 	c := r.c
 	for range r.p.buffers {
-		if !c.win.tryAcquire() {
+		if !c.winFor(r.o.dir).tryAcquire() {
 			r.giveBack()
 			return false
 		}
 		buf, err := c.pool.TryGet(r.p.buffer)
 		if err != nil {
-			c.win.release()
+			c.winFor(r.o.dir).release()
 			r.giveBack()
 			return false
 		}
@@ -75,7 +75,7 @@ func (r *coopRun) take() bool {
 func (r *coopRun) giveBack() {
 	for _, b := range r.bufs {
 		b.Release()
-		r.c.win.release()
+		r.c.winFor(r.o.dir).release()
 	}
 	r.bufs = nil
 }
@@ -95,7 +95,7 @@ func (r *coopRun) run() {
 	// Offered first, so that sleeping lanes wake while the copies are
 	// issued (device to host they have nothing to do before the first
 	// chunk lands).
-	c.lanes.offer(r, p.lanes-1)
+	c.lanesFor(o.dir).offer(r, p.lanes-1)
 	if o.dir == DeviceToHost {
 		c.issuing.lock()
 		for i := range p.chunks {
@@ -124,7 +124,7 @@ func (r *coopRun) run() {
 		r.landed.Store(int64(p.chunks) + 1) // wake any lane still waiting: done or failed
 	}
 	r.lane()
-	r.endJoins(c.lanes.endSpinFor())
+	r.endJoins(c.lanesFor(o.dir).endSpinFor())
 	r.finish(settled, failed)
 }
 
@@ -147,7 +147,7 @@ func (r *coopRun) finish(settled, failed int) {
 		} else {
 			buf.Release()
 		}
-		c.win.release()
+		c.winFor(r.o.dir).release()
 	}
 }
 

@@ -36,11 +36,12 @@ type Copier struct {
 	h2d, d2h []stream
 	rr       [2]atomic.Uint32 // round robin over each direction's streams
 
-	win      *window
-	lanes    *standingLanes
-	issuing  issueLock     // the staged lanes' driver calls
-	queues   [2]issueQueue // chunks parked for a batch (batch.go), under issuing
-	canBatch bool          // the device queues batches of copies as one
+	wins     [2]*window        // per direction (window.go)
+	held     heldSlots         // the slots held in both windows
+	lanes    [2]*standingLanes // per direction (lanes.go)
+	issuing  issueLock         // the staged lanes' driver calls
+	queues   [2]issueQueue     // chunks parked for a batch (batch.go), under issuing
+	canBatch bool              // the device queues batches of copies as one
 	events   events
 	quick    quickStreams
 	regs     registry
@@ -91,7 +92,9 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, 
 	}
 	half := (o.Streams + 1) / 2
 	c.h2d, c.d2h = streams[:half], streams[half:]
-	c.win = newWindow(o.Slots(), o.ChunkSize)
+	for d := range c.wins {
+		c.wins[d] = newWindow(o.Slots(), o.ChunkSize, &c.held)
+	}
 	if o.Prewarm {
 		if err := pool.Reserve(o.ChunkSize, o.Slots()); err != nil {
 			for _, s := range streams {
@@ -100,9 +103,17 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, 
 			return nil, fmt.Errorf("%w: prewarming %d buffers of %d bytes: %w", ErrStaging, o.Slots(), o.ChunkSize, err)
 		}
 	}
-	c.lanes = newStandingLanes(o.Lanes-1, o.LaneSpin)
+	for d := range c.lanes {
+		c.lanes[d] = newStandingLanes(o.Lanes-1, o.LaneSpin)
+	}
 	return c, nil
 }
+
+// winFor is the window of direction d.
+func (c *Copier) winFor(d Direction) *window { return c.wins[d] }
+
+// lanesFor is the standing lanes of direction d.
+func (c *Copier) lanesFor(d Direction) *standingLanes { return c.lanes[d] }
 
 // Options returns the options the copier runs with, defaults filled in.
 func (c *Copier) Options() Options { return c.opt }
@@ -146,7 +157,9 @@ func (c *Copier) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	c.inflight.Wait()
-	c.lanes.stop()
+	for _, l := range c.lanes {
+		l.stop()
+	}
 	var errs []error
 	if err := c.regs.closeAll(); err != nil {
 		errs = append(errs, err)

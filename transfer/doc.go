@@ -30,9 +30,12 @@
 //     small copies the fixed costs dominate every path.
 //   - Staged (PathStaged): larger pageable memory goes through pinned
 //     staging buffers from the pool, within a window of
-//     Options.WindowBytes for the whole copier, so that little memory is
-//     locked at once. Up to Options.Lanes lanes work on a staged transfer:
-//     the calling goroutine and standing lanes of the copier. A small
+//     Options.WindowBytes per direction, so that little memory is locked
+//     at once. Up to Options.Lanes lanes work on a staged transfer: the
+//     calling goroutine and standing lanes of the copier, which has a set
+//     of them per direction, as it has a window per direction: the two
+//     directions run on separate copy engines, and one way's transfers
+//     neither wait for the other's staging nor take its lanes. A small
 //     transfer runs cooperatively (every lane copies stripes of every
 //     chunk, and one goroutine at a time calls the driver); a large one
 //     runs chunked (each lane takes whole chunks through staging on its

@@ -36,7 +36,7 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	defer c.end()
 	src := openSource(f)
 	defer src.close()
-	c.stagedLanes(ctx, ps, p, func(pc piece, buf []byte) error {
+	c.stagedLanes(ctx, HostToDevice, ps, p, func(pc piece, buf []byte) error {
 		data, err := src.readAt(buf, pc.off, pc.n)
 		if err != nil {
 			return err
@@ -60,7 +60,7 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 		return 0, err
 	}
 	defer c.end()
-	c.stagedLanes(ctx, ps, p, func(pc piece, buf []byte) error {
+	c.stagedLanes(ctx, DeviceToHost, ps, p, func(pc piece, buf []byte) error {
 		b := buf[:pc.n]
 		if err := c.copyPiece(ctx, DeviceToHost, src+cuda.DevicePtr(pc.pos), b); err != nil {
 			return err

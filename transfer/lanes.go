@@ -19,8 +19,11 @@ import (
 // stream, whose transfers come further apart, pays no spin at all, since
 // the spin would end before the next transfer came anyway.
 
-// standingLanes are a copier's Lanes-1 goroutines that join staged
-// transfers beside their callers.
+// standingLanes are Lanes-1 goroutines of a copier that join staged
+// transfers of one direction beside their callers; a copier has a set per
+// direction (Copier.lanesFor), so that a transfer one way neither waits
+// for lanes busy with the other way nor splits its lanes with it, and the
+// gap rule below looks at one direction's transfers.
 type standingLanes struct {
 	jobs chan job
 	spin time.Duration

@@ -25,17 +25,23 @@ type Options struct {
 	// Zero means DefaultChunkSize.
 	ChunkSize int
 
-	// WindowBytes bounds the pinned staging memory held by all transfers of
-	// the copier together: a transfer waits for a staging buffer once
-	// WindowBytes/ChunkSize of them are held, so that little memory is
-	// locked at once. It must hold at least one chunk; two or more let CPU
-	// copies overlap DMA. Zero means DefaultWindowBytes.
+	// WindowBytes bounds the pinned staging memory held by the copier's
+	// transfers in one direction: a transfer waits for a staging buffer
+	// once WindowBytes/ChunkSize of them are held for its direction, so
+	// that little memory is locked at once. Each direction has a window of
+	// its own, since the two run on separate copy engines: a copier that
+	// moves data both ways at once holds up to twice WindowBytes. It must
+	// hold at least one chunk; two or more let CPU copies overlap DMA. Zero
+	// means DefaultWindowBytes.
 	WindowBytes int64
 
 	// Lanes is the most goroutines that work on one staged transfer: the
 	// calling goroutine and up to Lanes-1 standing lanes of the copier,
 	// which copy between pageable memory and staging buffers in parallel
-	// with each other and with the DMA. 1 stages on the calling goroutine
+	// with each other and with the DMA. Each direction has Lanes-1
+	// standing lanes of its own, shared among the transfers staging in
+	// that direction at once, so transfers both ways at once may keep up
+	// to twice Lanes goroutines busy. 1 stages on the calling goroutine
 	// alone. A transfer of at most the window host to device that finds
 	// the standing lanes asleep (it came more than LaneSpin after the one
 	// before) takes half of them: its caller starts at once, and lanes that
@@ -69,9 +75,11 @@ type Options struct {
 	// means DefaultRegisterChunk.
 	RegisterChunk int64
 
-	// Prewarm makes New reserve the window's staging buffers in the pool
+	// Prewarm makes New reserve one window's staging buffers in the pool
 	// (pinpool.Pool.Reserve), so that the first transfers do not wait for
-	// the pool to allocate pinned memory, which is slow.
+	// the pool to allocate pinned memory, which is slow. Transfers both
+	// ways at once take up to a second window's buffers from the pool as
+	// they need them.
 	Prewarm bool
 }
 
@@ -157,7 +165,9 @@ func (o Options) Defaults() (Options, error) {
 	return o, nil
 }
 
-// Slots is the number of staging buffers of ChunkSize bytes the window
-// holds (WindowBytes/ChunkSize): the buffers a pool serving only this
-// copier's staging must be able to give at once.
+// Slots is the number of staging buffers of ChunkSize bytes one
+// direction's window holds (WindowBytes/ChunkSize). A pool serving only
+// this copier's staging must be able to give 2*Slots at once for
+// transfers both ways at once to run at full speed, Slots for one
+// direction.
 func (o Options) Slots() int { return int(o.WindowBytes / int64(max(o.ChunkSize, 1))) }

@@ -50,34 +50,36 @@ func (c *Copier) streamLanes(pieces int) int {
 
 // staging is one piece's pinned buffer and its window slot.
 type staging struct {
-	c   *Copier
+	w   *window
 	buf pinpool.Buffer
 }
 
-// stage takes a window slot and a staging buffer of ChunkSize bytes, or
-// returns ctx's error, before taking anything when ctx has already ended.
-func (c *Copier) stage(ctx context.Context) (staging, error) {
+// stage takes a slot of direction d's window and a staging buffer of
+// ChunkSize bytes, or returns ctx's error, before taking anything when ctx
+// has already ended.
+func (c *Copier) stage(ctx context.Context, d Direction) (staging, error) {
 	if err := ctx.Err(); err != nil {
 		return staging{}, err
 	}
-	if err := c.win.acquire(ctx); err != nil {
+	w := c.winFor(d)
+	if err := w.acquire(ctx); err != nil {
 		return staging{}, err
 	}
 	buf, err := c.pool.Get(ctx, c.opt.ChunkSize)
 	if err != nil {
-		c.win.release()
+		w.release()
 		if ctx.Err() != nil {
 			return staging{}, ctx.Err()
 		}
 		return staging{}, fmt.Errorf("%w: %w", ErrStaging, err)
 	}
-	return staging{c, buf}, nil
+	return staging{w, buf}, nil
 }
 
 // done gives the buffer and the slot back.
 func (s staging) done() {
 	s.buf.Release()
-	s.c.win.release()
+	s.w.release()
 }
 
 // copyPiece copies pinned memory b (part of a staging buffer) to or from
@@ -142,11 +144,11 @@ func (p *progress) result(what string, total int64) (int64, error) {
 // copier's stream lanes (the caller's goroutine among them), each taking
 // the next piece, until all are done or one fails (progress.stop) or ctx
 // ends.
-func (c *Copier) stagedLanes(ctx context.Context, ps []piece, p *progress, work func(pc piece, buf []byte) error) {
+func (c *Copier) stagedLanes(ctx context.Context, d Direction, ps []piece, p *progress, work func(pc piece, buf []byte) error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	piece := func(i int) error {
-		s, err := c.stage(ctx)
+		s, err := c.stage(ctx, d)
 		if err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ type plan struct {
 	buffer int // bytes of a staging buffer: Options.ChunkSize, one window slot
 
 	// streamOut: device to host, the bytes leave staging with streaming
-	// stores (copyOut), when the transfer stages alone.
+	// stores (copyOut), when no other transfer stages device to host.
 	streamOut bool
 
 	// chunked mode
@@ -55,8 +55,10 @@ type plan struct {
 }
 
 // planStaging decides how a staged transfer of n > 0 bytes in direction
-// dir runs, when active transfers of the copier stage at once (this one
-// among them) and the standing lanes are asleep or not.
+// dir runs, when active transfers of the copier stage in that direction at
+// once (this one among them) and the direction's standing lanes are
+// asleep or not. Transfers the other way do not count: they have their
+// own lanes and window.
 //
 // Lanes: Options.Lanes, shared among the transfers staging at once (each
 // caller is a lane of its own, so more lanes per transfer only make the
@@ -69,7 +71,8 @@ type plan struct {
 // least). Otherwise chunked,
 // in chunks of ChunkSize, or smaller ones (down to minChunk) when that is
 // what gives every lane a chunk. Device to host, a transfer that stages
-// alone copies its bytes out with streaming stores (see copyOut).
+// alone in its direction copies its bytes out with streaming stores (see
+// copyOut).
 func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
 	if active > 1 {

@@ -19,9 +19,9 @@ import (
 
 // staged copies the pageable memory of o through staging buffers.
 func (c *Copier) staged(ctx context.Context, o op) error {
-	active := c.lanes.arrive()
-	defer c.lanes.leave()
-	asleep := c.lanes.asleep()
+	active := c.lanesFor(o.dir).arrive()
+	defer c.lanesFor(o.dir).leave()
+	asleep := c.lanesFor(o.dir).asleep()
 	p := planStaging(len(o.host), o.dir, active, asleep, c.opt, c.tune)
 	if p.mode == cooperative {
 		if ok, err := c.coop(ctx, o, p); ok {
@@ -75,9 +75,9 @@ type inFlight struct {
 // earlier chunks and of the other lanes'.
 func (c *Copier) chunked(ctx context.Context, o op, p plan) error {
 	r := &chunkedRun{c: c, ctx: ctx, o: o, p: p}
-	c.lanes.offer(r, p.lanes-1)
+	c.lanesFor(o.dir).offer(r, p.lanes-1)
 	r.lane()
-	r.endJoins(c.lanes.endSpinFor())
+	r.endJoins(c.lanesFor(o.dir).endSpinFor())
 	return r.err
 }
 
@@ -206,18 +206,18 @@ func (q *laneQueue) demote() {
 // transfer is stopped and nothing new is held.
 func (r *chunkedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 	c := r.c
-	for !c.win.tryAcquire() {
+	for !c.winFor(r.o.dir).tryAcquire() {
 		if q.completeOldest() {
 			continue
 		}
-		if err := c.win.acquire(r.ctx); err != nil {
+		if err := c.winFor(r.o.dir).acquire(r.ctx); err != nil {
 			r.fail(cancelErr(r.o, int(r.issued.Load()), err))
 			return pinpool.Buffer{}, false
 		}
 		break
 	}
 	if r.stop.Load() {
-		c.win.release()
+		c.winFor(r.o.dir).release()
 		return pinpool.Buffer{}, false
 	}
 	for {
@@ -240,7 +240,7 @@ func (r *chunkedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 		} else {
 			r.fail(fmt.Errorf("%w: %d bytes for the %s chunk at offset %d: %w", ErrStaging, r.p.buffer, r.o.dir, off, err))
 		}
-		c.win.release()
+		c.winFor(r.o.dir).release()
 		return pinpool.Buffer{}, false
 	}
 	return buf, true

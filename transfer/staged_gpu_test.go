@@ -394,8 +394,9 @@ func TestGPUStagedConcurrent(t *testing.T) {
 		if st.Failed != 0 || st.Canceled != 0 {
 			t.Errorf("copier %d: %d failed, %d cancelled", ci, st.Failed, st.Canceled)
 		}
-		if st.StagingBytes != 0 || st.PeakStaging > st.WindowBytes || st.WindowBytes != DefaultWindowBytes {
-			t.Errorf("copier %d: %d staging bytes held after all returned, peak %d, window %d (want %d)",
+		// Both directions at once: a window each.
+		if st.StagingBytes != 0 || st.PeakStaging > 2*st.WindowBytes || st.WindowBytes != DefaultWindowBytes {
+			t.Errorf("copier %d: %d staging bytes held after all returned, peak %d, window %d per direction (want %d)",
 				ci, st.StagingBytes, st.PeakStaging, st.WindowBytes, int64(DefaultWindowBytes))
 		}
 		t.Logf("copier %d: %d chunks, %d staging waits (%v), peak staging %d", ci, st.Chunks, st.StagingWaits, st.StagingWaitTime, st.PeakStaging)

@@ -17,9 +17,9 @@ type Stats struct {
 	Chunks          uint64        // staging chunks issued
 	StagingWaits    uint64        // chunks that waited for a window slot
 	StagingWaitTime time.Duration // total time spent waiting for one
-	StagingBytes    int64         // staging memory held now (whole chunks)
-	PeakStaging     int64         // the most staging memory held at once
-	WindowBytes     int64         // the bound: slots * ChunkSize
+	StagingBytes    int64         // staging memory held now, both directions (whole chunks)
+	PeakStaging     int64         // the most staging memory held at once, both directions
+	WindowBytes     int64         // one direction's bound: slots * ChunkSize (both ways at once: twice this)
 
 	Failed   uint64 // transfers that returned an error other than cancellation
 	Canceled uint64 // transfers cut short by their context
@@ -117,11 +117,11 @@ func (c *Copier) Stats() Stats {
 		ToDevice:        c.stats.dir(HostToDevice),
 		FromDevice:      c.stats.dir(DeviceToHost),
 		Chunks:          c.stats.chunks.Load(),
-		StagingWaits:    c.win.waits.Load(),
-		StagingWaitTime: time.Duration(c.win.waitNanos.Load()),
-		StagingBytes:    c.win.held.Load() * c.win.chunk,
-		PeakStaging:     c.win.peak.Load() * c.win.chunk,
-		WindowBytes:     int64(cap(c.win.tokens)) * c.win.chunk,
+		StagingWaits:    c.wins[0].waits.Load() + c.wins[1].waits.Load(),
+		StagingWaitTime: time.Duration(c.wins[0].waitNanos.Load() + c.wins[1].waitNanos.Load()),
+		StagingBytes:    c.held.now.Load() * int64(c.opt.ChunkSize),
+		PeakStaging:     c.held.peak.Load() * int64(c.opt.ChunkSize),
+		WindowBytes:     int64(c.opt.Slots()) * int64(c.opt.ChunkSize),
 		Failed:          c.stats.failed.Load(),
 		Canceled:        c.stats.canceled.Load(),
 	}

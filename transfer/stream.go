@@ -63,7 +63,7 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 		if p.stop.Load() {
 			break
 		}
-		s, err := c.stage(ctx)
+		s, err := c.stage(ctx, HostToDevice)
 		if err != nil {
 			p.fail(err)
 			break
@@ -118,7 +118,7 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 			if p.stop.Load() {
 				return
 			}
-			s, err := c.stage(ctx)
+			s, err := c.stage(ctx, DeviceToHost)
 			if err != nil {
 				p.fail(err)
 				return

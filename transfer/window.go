@@ -6,22 +6,33 @@ import (
 	"time"
 )
 
-// window bounds the staging buffers held by all transfers of a copier: a
-// counting semaphore of slots, one per staging buffer of ChunkSize bytes.
-// A slot is taken before a buffer is got from the pool and given back only
-// after the copy that used the buffer has completed, so the pinned staging
-// memory in flight never exceeds slots*ChunkSize <= WindowBytes.
+// window bounds the staging buffers held by a copier's transfers in one
+// direction: a counting semaphore of slots, one per staging buffer of
+// ChunkSize bytes. A slot is taken before a buffer is got from the pool
+// and given back only after the copy that used the buffer has completed,
+// so the pinned staging memory in flight in one direction never exceeds
+// slots*ChunkSize <= WindowBytes.
+//
+// Each direction has a window of its own, as it has standing lanes of its
+// own (Copier.lanesFor): the two directions run on separate copy engines,
+// and a transfer one way that shared the other's window and lanes moved
+// both at about 35 GB/s summed where two copiers moved 75-86
+// (BenchmarkBothWays, docs/results/2026-12-01-both-ways.md).
 type window struct {
 	tokens chan struct{}
 	chunk  int64
+	held   *heldSlots // shared by the copier's windows
 
-	held, peak atomic.Int64 // slots held now, most ever
-	waits      atomic.Uint64
-	waitNanos  atomic.Int64
+	waits     atomic.Uint64
+	waitNanos atomic.Int64
 }
 
-func newWindow(slots, chunk int) *window {
-	return &window{tokens: make(chan struct{}, slots), chunk: int64(chunk)}
+// heldSlots counts the slots held in a copier's windows together, now and
+// at most, for Stats.
+type heldSlots struct{ now, peak atomic.Int64 }
+
+func newWindow(slots, chunk int, held *heldSlots) *window {
+	return &window{tokens: make(chan struct{}, slots), chunk: int64(chunk), held: held}
 }
 
 // acquire takes a slot, waiting while all are held until ctx is done.
@@ -45,10 +56,10 @@ func (w *window) acquire(ctx context.Context) error {
 
 // taken counts a slot just taken.
 func (w *window) taken() {
-	h := w.held.Add(1)
+	h := w.held.now.Add(1)
 	for {
-		p := w.peak.Load()
-		if h <= p || w.peak.CompareAndSwap(p, h) {
+		p := w.held.peak.Load()
+		if h <= p || w.held.peak.CompareAndSwap(p, h) {
 			return
 		}
 	}
@@ -67,6 +78,6 @@ func (w *window) tryAcquire() bool {
 
 // release gives a slot back.
 func (w *window) release() {
-	w.held.Add(-1)
+	w.held.now.Add(-1)
 	<-w.tokens
 }
