@@ -25,7 +25,7 @@ import (
 // issues the queue first (flush), so that no chunk waits for a lane that
 // never comes. Which directions batch, how many chunks to a batch and
 // when a chunk may be parked are tuning (tuning.go). Everything here runs
-// under the copier's issue lock.
+// under the issue lock of the chunks' direction.
 
 // ticket is one chunk's copy handed to the issue queue.
 type ticket struct {
@@ -82,8 +82,8 @@ func (c *Copier) batching(d Direction) bool { return c.tune.batchMax[d] > 1 && c
 // wait returns.
 func (c *Copier) issueChunk(o op, off int, host []byte, mayPark bool) (*ticket, error) {
 	t := &ticket{dir: o.dir, dev: o.dev + cuda.DevicePtr(off), host: host, off: off}
-	c.issuing.lock()
-	defer c.issuing.unlock()
+	c.issuing[o.dir].lock()
+	defer c.issuing[o.dir].unlock()
 	q := &c.queues[o.dir]
 	if mayPark && c.batching(o.dir) && len(q.parked)+1 < c.tune.batchMax[o.dir] && q.busy(c.tune.batchDepth) {
 		q.parked = append(q.parked, t)
@@ -96,8 +96,8 @@ func (c *Copier) issueChunk(o op, off int, host []byte, mayPark bool) (*ticket, 
 
 // flush issues the tickets parked in direction d, if any.
 func (c *Copier) flush(d Direction) {
-	c.issuing.lock()
-	defer c.issuing.unlock()
+	c.issuing[d].lock()
+	defer c.issuing[d].unlock()
 	c.issueParked(d, nil)
 }
 

@@ -124,11 +124,11 @@ func TestIssueBatchUnsure(t *testing.T) {
 	}
 	e.injectFailure("exec", 1)
 	enq := e.injectFailure("enqueue", 2)
-	e.c.issuing.lock()
+	e.c.issuing[HostToDevice].lock()
 	q := &e.c.queues[HostToDevice]
 	q.parked = append(q.parked, tickets[0], tickets[1])
 	e.c.issueParked(HostToDevice, tickets[2])
-	e.c.issuing.unlock()
+	e.c.issuing[HostToDevice].unlock()
 	if enq.Load() < 2 {
 		t.Fatalf("the batch queued %d copies", enq.Load())
 	}

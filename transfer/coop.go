@@ -97,13 +97,13 @@ func (r *coopRun) run() {
 	// chunk lands).
 	c.lanesFor(o.dir).offer(r, p.lanes-1)
 	if o.dir == DeviceToHost {
-		c.issuing.lock()
+		c.issuing[o.dir].lock()
 		for i := range p.chunks {
 			if !r.queue(i) {
 				break
 			}
 		}
-		c.issuing.unlock()
+		c.issuing[o.dir].unlock()
 	}
 	// Chunks before settled have completed; failed is the chunk whose copy
 	// failed, its event destroyed.
@@ -207,9 +207,9 @@ func (r *coopRun) lane() {
 			// reads memory still in the cores' caches far slower.
 			streamBytes(b, o.host[lo:hi])
 			if r.left[i].Add(-1) == 0 {
-				r.c.issuing.lock()
+				r.c.issuing[o.dir].lock()
 				r.queue(i)
-				r.c.issuing.unlock()
+				r.c.issuing[o.dir].unlock()
 			}
 			continue
 		}

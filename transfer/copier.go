@@ -21,7 +21,7 @@ import (
 // any of them except where noted:
 //
 //	Copier.mu (write: Close only)       guards closed; Close waits for inflight after releasing it
-//	issuing (issueLock)                 held around a chunk's driver calls and the issue queues; under it: events.mu, runState.mu
+//	issuing[d] (issueLock)              held around a chunk's driver calls and the issue queue of direction d; one at a time; under it: events.mu, runState.mu
 //	registry.mu                         held alone, never while copying
 //	runState.mu, events.mu, quickStreams.mu, chunkedRun.shareMu   leaves: nothing is taken under them
 //
@@ -39,8 +39,8 @@ type Copier struct {
 	wins     [2]*window        // per direction (window.go)
 	held     heldSlots         // the slots held in both windows
 	lanes    [2]*standingLanes // per direction (lanes.go)
-	issuing  issueLock         // the staged lanes' driver calls
-	queues   [2]issueQueue     // chunks parked for a batch (batch.go), under issuing
+	issuing  [2]issueLock      // per direction: the staged lanes' driver calls
+	queues   [2]issueQueue     // chunks parked for a batch (batch.go), under their direction's issuing
 	canBatch bool              // the device queues batches of copies as one
 	events   events
 	quick    quickStreams

@@ -80,7 +80,10 @@ func TestGPUFileWindowBound(t *testing.T) {
 	}
 	st := c.Stats()
 	win := c.Options().WindowBytes
-	if st.PeakStaging > win || peak > win {
+	// The copier's count is exact. The pool's Stats scans its slots one by
+	// one while the lanes run, so a buffer given back and another taken
+	// during one scan can both count as in use: allow one such handover.
+	if st.PeakStaging > win || peak > win+int64(c.Options().ChunkSize) {
 		t.Fatalf("staging peak %d, pool in use peak %d, window %d", st.PeakStaging, peak, win)
 	}
 	t.Logf("%d GiB file through a %d MiB window: staging peak %d MiB, pool in use peak %d MiB (%d samples)", n>>30, win>>20, st.PeakStaging>>20, peak>>20, samples)

@@ -62,11 +62,13 @@ func (c *Copier) queueAndRecord(s stream, ev event, partial bool, enqueue func()
 	return nil, nil
 }
 
-// issueLock serialises the staged lanes' driver calls (a chunk's
-// asynchronous copy and event record) without putting a lane to sleep.
-// The driver serialises those calls anyway, and each grows slower when
-// many threads make them at once; one caller at a time made device-to-host
-// staging faster. A lane waiting here yields its processor to other
+// issueLock serialises the staged lanes' driver calls in one direction (a
+// chunk's asynchronous copy and event record) without putting a lane to
+// sleep. The driver serialises those calls anyway, and each grows slower
+// when many threads make them at once; one caller at a time made
+// device-to-host staging faster. Each direction has its own, as it has its
+// own streams, window and lanes: transfers both ways at once
+// (docs/results/2026-12-01-both-ways.md). A lane waiting here yields its processor to other
 // goroutines but keeps its thread awake, since a sleeping thread would
 // take longer to wake than the lock is held. In the package's lock order
 // (see Copier) it comes before events.mu and runState.mu.
