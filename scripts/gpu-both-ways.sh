@@ -7,7 +7,9 @@
 #     both ways, a copier per direction, each direction alone, pinned;
 #   - pinpool bench both ways (staged, pinned, pageable), base and new;
 #   - one direction at a time, to show it did not change: BenchmarkTransfer
-#     staged 64 and 256 MiB, and BenchmarkFrameStream, base and new.
+#     staged 64 and 256 MiB, and BenchmarkFrameStream, base and new;
+#   - BenchmarkPacedFrames, the driver's copy and the new engine, each in a
+#     process of its own, two rounds.
 # Binaries from this machine (no Go toolchain there), stripped so that they
 # fit the tool's carry limit:
 #
@@ -55,5 +57,13 @@ for round in 1 2; do
 		"$d/$e" -test.run '^$' -test.bench 'FrameStream/(driver|copier=default)/' -test.benchtime 0.4s >>"$out/one-way.txt" 2>&1 || status=1
 	done
 done
-echo "one-way after $(($(date +%s) - t0))s status=$status" >>"$out/machine.txt"
+echo "one-way after $(($(date +%s) - t0))s" >>"$out/machine.txt"
+# The paced stream's CPU time (issue 17's goal 6), each engine in a process
+# of its own beside the driver's copy.
+for round in 1 2; do
+	for b in 'PacedFrames/driver/' 'PacedFrames/copier=default/'; do
+		"$d/transfer.test" -test.run '^$' -test.bench "$b" -test.benchtime 1x >>"$out/paced-alone.txt" 2>&1 || status=1
+	done
+done
+echo "paced after $(($(date +%s) - t0))s status=$status" >>"$out/machine.txt"
 exit $status
