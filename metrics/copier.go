@@ -73,7 +73,7 @@ func newCopierMetrics(c CopierStats, desc func(name, help string, variable ...st
 		func(s *transfer.Stats) float64 { return float64(s.StagingBytes) })
 	add(gauge, "transfer_staging_peak_bytes", "The most pinned staging memory held at once.",
 		func(s *transfer.Stats) float64 { return float64(s.PeakStaging) })
-	add(gauge, "transfer_staging_window_bytes", "The bound on staging memory (Options.WindowBytes, whole chunks).",
+	add(gauge, "transfer_staging_window_bytes", "The bound on staging memory per direction (Options.WindowBytes, whole chunks); transfers both ways at once may hold twice it.",
 		func(s *transfer.Stats) float64 { return float64(s.WindowBytes) })
 	add(counter, "transfer_failures_total", "Transfers that returned an error other than cancellation.",
 		func(s *transfer.Stats) float64 { return float64(s.Failed) })

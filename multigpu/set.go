@@ -42,9 +42,10 @@ type perDevice struct {
 // Options.Host), opens a cudahost backend with the placement's Staging
 // options, a staging pool over it whose Budget is exactly the copier's
 // two windows (one per direction), and a copier (transfer.New) with the
-// placement's lanes that reserves one window at once. Before them it opens the shared pool
-// (Set.Pool): a cudahost backend on the first device with Portable set, so
-// that its memory is pinned for every CUDA context of the process.
+// placement's lanes that reserves one window at once. Before them it opens
+// the shared pool (Set.Pool): a cudahost backend on the first device with
+// Portable set, so that its memory is pinned for every CUDA context of the
+// process.
 //
 // Should binding a device's staging to its node fail (hostmem.ErrNUMA: the
 // node is outside the process's cpuset, say), that device's staging is
