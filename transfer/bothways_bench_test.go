@@ -27,16 +27,10 @@ func BenchmarkBothWays(b *testing.B) {
 	src, dst := randomBytes(maxN, 31), randomBytes(maxN, 32)
 	one := g.copier(b, Options{DirectBelow: -1})
 	other := g.copier(b, Options{DirectBelow: -1})
-	p1, err := g.pool.Get(ctx, maxN)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p1.Release()
-	p2, err := g.pool.Get(ctx, maxN)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p2.Release()
+	p1, release1 := gpuHost(b, g, one, PathPinned, maxN)
+	defer release1()
+	p2, release2 := gpuHost(b, g, one, PathPinned, maxN)
+	defer release2()
 	cases := []struct {
 		name     string
 		h2d, d2h *Copier // nil: that direction does not run
@@ -46,7 +40,7 @@ func BenchmarkBothWays(b *testing.B) {
 		{"copier-per-direction", one, other, src, dst},
 		{"h2d-alone", one, nil, src, dst},
 		{"d2h-alone", nil, one, src, dst},
-		{"pinned", one, one, p1.Bytes(), p2.Bytes()},
+		{"pinned", one, one, p1, p2},
 	}
 	for _, n := range sizes {
 		for _, tc := range cases {
