@@ -12,9 +12,10 @@ import (
 
 // Copier moves bytes between host memory and one device. It owns streams
 // (half per direction), a window of pinned staging buffers taken from a
-// pool, the registrations made with Register, and Lanes-1 standing lanes
-// that join staged transfers. All methods are safe for concurrent use;
-// transfers from many goroutines share the streams and the window.
+// pool per direction, the registrations made with Register, and per
+// direction Lanes-1 standing lanes that join staged transfers. All
+// methods are safe for concurrent use; transfers from many goroutines share
+// the streams, and those in one direction share its window and lanes.
 //
 // Lock order. A goroutine that holds one of the package's locks takes
 // only locks further down this list, and waits for nothing while it holds
