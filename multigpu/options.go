@@ -37,10 +37,11 @@ type Options struct {
 	NoNUMABind bool
 }
 
-// window is the staging window of one copier in one direction: the number
-// of staging buffers and their size, from the template with transfer's defaults
-// filled in by transfer itself (transfer.Options.Defaults). It is zero for
-// a template that check refuses.
+// window is the staging window of one copier in one direction: the
+// number of staging buffers and their size, from the template with
+// transfer's defaults filled in by transfer itself
+// (transfer.Options.Defaults). It is zero for a template that check
+// refuses.
 func (o Options) window() (slots, chunk int) {
 	t, err := o.Transfer.Defaults()
 	if err != nil {
