@@ -52,14 +52,13 @@ type Options struct {
 	// LaneSpin is how long a standing lane keeps looking for the next
 	// staged transfer before it sleeps, after a transfer that came within
 	// LaneSpin of the one before it in the same direction (or overlapped
-	// it); such a transfer's
-	// caller also spins, up to 50 µs, for its lanes to finish instead of
-	// sleeping. A sleeping lane takes a thread wake-up to start, which
-	// delays transfers that follow each other closely; a spinning lane
-	// burns CPU time, up to (Lanes-1) × LaneSpin after such a transfer
-	// (twice that when both directions have such transfers). Transfers
-	// further apart than LaneSpin, such as a paced stream of frames, pay
-	// no spin. Zero means DefaultLaneSpin; negative means never
+	// it); such a transfer's caller also spins, up to 50 µs, for its lanes
+	// to finish instead of sleeping. A sleeping lane takes a thread wake-up
+	// to start, which delays transfers that follow each other closely; a
+	// spinning lane burns CPU time, up to (Lanes-1) × LaneSpin after such a
+	// transfer (twice that when both directions have such transfers).
+	// Transfers further apart than LaneSpin, such as a paced stream of
+	// frames, pay no spin. Zero means DefaultLaneSpin; negative means never
 	// spin.
 	LaneSpin time.Duration
 
