@@ -10,12 +10,11 @@ import (
 
 // Step 4 of a chunked transfer: its chunks are issued through an issue
 // queue, host to device in batches of two. The copy engine spends a few
-// microseconds between one asynchronous copy and the next, which caps
-// 64 MiB in 2 MiB copies at about 51 GB/s host to device against 55 in one
-// copy (BenchmarkChunkedDMA). Copies queued together as one batch
-// (cuMemcpyBatchAsync) run back to back: two to a batch moved 64 MiB at
-// 52.5-53 GB/s, four at 53-54, wherever the host side of each copy is
-// (docs/results/2026-12-01-dma-ceiling.md).
+// microseconds between one asynchronous copy and the next, which makes a
+// transfer in 2 MiB copies measurably slower than one copy of the same
+// memory (BenchmarkChunkedDMA). Copies queued together as one batch
+// (cuMemcpyBatchAsync) run back to back, wherever the host side of each
+// copy is (docs/results/2026-12-01-dma-ceiling.md has the figures).
 //
 // So a lane whose chunk is ready while the stream still has batches
 // queued ahead of it hands the chunk to the copier's issue queue as a

@@ -15,8 +15,8 @@ import (
 //
 // Each direction has a window of its own, as it has standing lanes of its
 // own (Copier.lanesFor): the two directions run on separate copy engines,
-// and a transfer one way that shared the other's window and lanes moved
-// both at about 35 GB/s summed where two copiers moved 75-86
+// and transfers both ways at once that shared one window and one set of
+// lanes moved less than half what a copier per direction moved
 // (BenchmarkBothWays, docs/results/2026-12-01-both-ways.md).
 type window struct {
 	tokens chan struct{}
