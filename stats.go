@@ -13,7 +13,11 @@ import (
 // BytesPending + BytesRetired == BytesGrown - BytesTrimmed, BytesHeld <=
 // Budget when there is one, PeakHeld is between BytesHeld and BytesGrown,
 // and Gets == Hits + Misses, pool-wide and per class. Counters never go
-// back: each counts events, once per event.
+// back: each counts events, once per event. The states of the buffers are
+// read one after another, not at one instant: while other goroutines get
+// and release buffers, a buffer released and another got during one call
+// may both count as in use, so a peak of BytesInUse sampled by Stats can
+// exceed the true one by the buffers that changed hands meanwhile.
 type Stats struct {
 	Backend string // the backend's Name
 
