@@ -94,7 +94,7 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, 
 	half := (o.Streams + 1) / 2
 	c.h2d, c.d2h = streams[:half], streams[half:]
 	for d := range c.wins {
-		c.wins[d] = newWindow(o.Slots(), o.ChunkSize, &c.held)
+		c.wins[d] = newWindow(o.Slots(), &c.held)
 	}
 	if o.Prewarm {
 		if err := pool.Reserve(o.ChunkSize, o.Slots()); err != nil {

@@ -20,7 +20,6 @@ import (
 // (BenchmarkBothWays, docs/results/2026-12-01-both-ways.md).
 type window struct {
 	tokens chan struct{}
-	chunk  int64
 	held   *heldSlots // shared by the copier's windows
 
 	waits     atomic.Uint64
@@ -31,8 +30,8 @@ type window struct {
 // at most, for Stats.
 type heldSlots struct{ now, peak atomic.Int64 }
 
-func newWindow(slots, chunk int, held *heldSlots) *window {
-	return &window{tokens: make(chan struct{}, slots), chunk: int64(chunk), held: held}
+func newWindow(slots int, held *heldSlots) *window {
+	return &window{tokens: make(chan struct{}, slots), held: held}
 }
 
 // acquire takes a slot, waiting while all are held until ctx is done.
