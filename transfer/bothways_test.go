@@ -23,7 +23,7 @@ func TestBothWaysOwnWindow(t *testing.T) {
 	if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
 		t.Fatal(err)
 	}
-	w := e.c.winFor(HostToDevice)
+	w := e.c.wins[HostToDevice]
 	for range slots {
 		if !w.tryAcquire() {
 			t.Fatal("the host-to-device window is busy")
@@ -112,17 +112,17 @@ func TestBothWaysOwnLanes(t *testing.T) {
 	const lanes = 4
 	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Lanes: lanes, DirectBelow: -1, LaneSpin: time.Second})
 	e.d.latency.Store(int64(200 * time.Microsecond))
-	in := e.c.lanesFor(HostToDevice)
+	in := e.c.lanes[HostToDevice]
 	in.arrive() // a host-to-device transfer stages throughout
 	defer in.leave()
 	if active := in.arrive(); active != 2 {
 		t.Errorf("a second host-to-device transfer counts %d transfers staging, want 2", active)
 	}
 	in.leave()
-	if active := e.c.lanesFor(DeviceToHost).arrive(); active != 1 {
+	if active := e.c.lanes[DeviceToHost].arrive(); active != 1 {
 		t.Errorf("a device-to-host transfer beside a host-to-device one counts %d transfers staging, want 1", active)
 	}
-	e.c.lanesFor(DeviceToHost).leave()
+	e.c.lanes[DeviceToHost].leave()
 
 	const n = 64 * testChunk
 	want := randomBytes(n, 44)

@@ -15,7 +15,7 @@ import (
 // stops the transfer, and its buffer is retired.
 func (r *chunkedRun) complete(f inFlight) {
 	c, o := r.c, r.o
-	defer c.winFor(o.dir).release()
+	defer c.wins[o.dir].release()
 	if err := c.wait(f.t); err != nil {
 		ran := f.t.err == nil // else the issue failed and err is its error
 		if ran {

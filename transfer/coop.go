@@ -54,15 +54,15 @@ func (c *Copier) coop(ctx context.Context, o op, p plan) (bool, error) {
 // take gets a window slot and a staging buffer for each of the plan's
 // buffers without waiting, or nothing.
 func (r *coopRun) take() bool {
-	c := r.c
+	c, w := r.c, r.c.wins[r.o.dir]
 	for range r.p.buffers {
-		if !c.winFor(r.o.dir).tryAcquire() {
+		if !w.tryAcquire() {
 			r.giveBack()
 			return false
 		}
 		buf, err := c.pool.TryGet(r.p.buffer)
 		if err != nil {
-			c.winFor(r.o.dir).release()
+			w.release()
 			r.giveBack()
 			return false
 		}
@@ -75,7 +75,7 @@ func (r *coopRun) take() bool {
 func (r *coopRun) giveBack() {
 	for _, b := range r.bufs {
 		b.Release()
-		r.c.winFor(r.o.dir).release()
+		r.c.wins[r.o.dir].release()
 	}
 	r.bufs = nil
 }
@@ -95,7 +95,7 @@ func (r *coopRun) run() {
 	// Offered first, so that sleeping lanes wake while the copies are
 	// issued (device to host they have nothing to do before the first
 	// chunk lands).
-	c.lanesFor(o.dir).offer(r, p.lanes-1)
+	c.lanes[o.dir].offer(r, p.lanes-1)
 	if o.dir == DeviceToHost {
 		c.issuing[o.dir].lock()
 		for i := range p.chunks {
@@ -124,7 +124,7 @@ func (r *coopRun) run() {
 		r.landed.Store(int64(p.chunks) + 1) // wake any lane still waiting: done or failed
 	}
 	r.lane()
-	r.endJoins(c.lanesFor(o.dir).endSpinFor())
+	r.endJoins(c.lanes[o.dir].endSpinFor())
 	r.finish(settled, failed)
 }
 
@@ -147,7 +147,7 @@ func (r *coopRun) finish(settled, failed int) {
 		} else {
 			buf.Release()
 		}
-		c.winFor(r.o.dir).release()
+		c.wins[r.o.dir].release()
 	}
 }
 

@@ -73,7 +73,7 @@ func TestCoopFallsBack(t *testing.T) {
 		}
 		if tc.busy { // 3 of the 4 slots: the 2 buffers cannot be had at once
 			for range 3 {
-				if !e.c.winFor(HostToDevice).tryAcquire() {
+				if !e.c.wins[HostToDevice].tryAcquire() {
 					t.Fatal("window busy")
 				}
 			}
@@ -86,7 +86,7 @@ func TestCoopFallsBack(t *testing.T) {
 		if tc.busy {
 			time.Sleep(10 * time.Millisecond) // let it find the window short
 			for range 3 {
-				e.c.winFor(HostToDevice).release()
+				e.c.wins[HostToDevice].release()
 			}
 		}
 		if err := <-done; err != nil {

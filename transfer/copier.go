@@ -110,12 +110,6 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, 
 	return c, nil
 }
 
-// winFor is the window of direction d.
-func (c *Copier) winFor(d Direction) *window { return c.wins[d] }
-
-// lanesFor is the standing lanes of direction d.
-func (c *Copier) lanesFor(d Direction) *standingLanes { return c.lanes[d] }
-
 // Options returns the options the copier runs with, defaults filled in.
 func (c *Copier) Options() Options { return c.opt }
 

@@ -21,7 +21,7 @@ import (
 
 // standingLanes are Lanes-1 goroutines of a copier that join staged
 // transfers of one direction beside their callers; a copier has a set per
-// direction (Copier.lanesFor), so that a transfer one way neither waits
+// direction (Copier.lanes), so that a transfer one way neither waits
 // for lanes busy with the other way nor splits its lanes with it, and the
 // gap rule below looks at one direction's transfers.
 type standingLanes struct {

@@ -61,7 +61,7 @@ func (c *Copier) stage(ctx context.Context, d Direction) (staging, error) {
 	if err := ctx.Err(); err != nil {
 		return staging{}, err
 	}
-	w := c.winFor(d)
+	w := c.wins[d]
 	if err := w.acquire(ctx); err != nil {
 		return staging{}, err
 	}

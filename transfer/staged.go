@@ -19,9 +19,10 @@ import (
 
 // staged copies the pageable memory of o through staging buffers.
 func (c *Copier) staged(ctx context.Context, o op) error {
-	active := c.lanesFor(o.dir).arrive()
-	defer c.lanesFor(o.dir).leave()
-	asleep := c.lanesFor(o.dir).asleep()
+	lanes := c.lanes[o.dir]
+	active := lanes.arrive()
+	defer lanes.leave()
+	asleep := lanes.asleep()
 	p := planStaging(len(o.host), o.dir, active, asleep, c.opt, c.tune)
 	if p.mode == cooperative {
 		if ok, err := c.coop(ctx, o, p); ok {
@@ -75,9 +76,10 @@ type inFlight struct {
 // earlier chunks and of the other lanes'.
 func (c *Copier) chunked(ctx context.Context, o op, p plan) error {
 	r := &chunkedRun{c: c, ctx: ctx, o: o, p: p}
-	c.lanesFor(o.dir).offer(r, p.lanes-1)
+	lanes := c.lanes[o.dir]
+	lanes.offer(r, p.lanes-1)
 	r.lane()
-	r.endJoins(c.lanesFor(o.dir).endSpinFor())
+	r.endJoins(lanes.endSpinFor())
 	return r.err
 }
 
@@ -205,19 +207,19 @@ func (q *laneQueue) demote() {
 // so that lanes never wait on each other's staging. On failure the
 // transfer is stopped and nothing new is held.
 func (r *chunkedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
-	c := r.c
-	for !c.winFor(r.o.dir).tryAcquire() {
+	c, w := r.c, r.c.wins[r.o.dir]
+	for !w.tryAcquire() {
 		if q.completeOldest() {
 			continue
 		}
-		if err := c.winFor(r.o.dir).acquire(r.ctx); err != nil {
+		if err := w.acquire(r.ctx); err != nil {
 			r.fail(cancelErr(r.o, int(r.issued.Load()), err))
 			return pinpool.Buffer{}, false
 		}
 		break
 	}
 	if r.stop.Load() {
-		c.winFor(r.o.dir).release()
+		w.release()
 		return pinpool.Buffer{}, false
 	}
 	for {
@@ -240,7 +242,7 @@ func (r *chunkedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 		} else {
 			r.fail(fmt.Errorf("%w: %d bytes for the %s chunk at offset %d: %w", ErrStaging, r.p.buffer, r.o.dir, off, err))
 		}
-		c.winFor(r.o.dir).release()
+		w.release()
 		return pinpool.Buffer{}, false
 	}
 	return buf, true

@@ -14,7 +14,7 @@ import (
 // slots*ChunkSize <= WindowBytes.
 //
 // Each direction has a window of its own, as it has standing lanes of its
-// own (Copier.lanesFor): the two directions run on separate copy engines,
+// own (Copier.lanes): the two directions run on separate copy engines,
 // and transfers both ways at once that shared one window and one set of
 // lanes moved less than half what a copier per direction moved
 // (BenchmarkBothWays, docs/results/2026-12-01-both-ways.md).
