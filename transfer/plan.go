@@ -68,9 +68,8 @@ type plan struct {
 // (ChunkSize if smaller), packed into as few staging buffers as hold them,
 // and every lane copies stripes of at least minStripe; host to device,
 // when the lanes are asleep, it asks for 1/coldShare of its lanes (two at
-// least). Otherwise chunked,
-// in chunks of ChunkSize, or smaller ones (down to minChunk) when that is
-// what gives every lane a chunk. Device to host, a transfer that stages
+// least). Otherwise chunked, in chunks of ChunkSize, or smaller ones (down
+// to minChunk) when that is what gives every lane a chunk. Device to host, a transfer that stages
 // alone in its direction copies its bytes out with streaming stores (see
 // copyOut).
 func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tuning) plan {

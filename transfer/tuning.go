@@ -3,7 +3,8 @@ package transfer
 // tuning holds the staging plan's internal constants. They are not
 // options: a user has no way to know better values than the measured
 // ones. The package's benchmarks build copiers with other values
-// (newCopierTuned) to compare them with the defaults in the same run.
+// (newCopier with a tuning, gpu.tunedCopier) to compare them with the
+// defaults in the same run.
 type tuning struct {
 	// coopChunk is the chunk size of a cooperative transfer: small, so
 	// that the first DMA starts early and the last one ends soon after the
