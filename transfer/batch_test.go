@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 )
@@ -193,17 +192,7 @@ func TestBatchedChunksCancel(t *testing.T) {
 func TestBatchedChunksConcurrent(t *testing.T) {
 	for round := range 3 {
 		e := slowBatchEnv(t, 8, false)
-		const n = 12*testChunk + 3
-		var wg sync.WaitGroup
-		for g := range 6 {
-			dev, src := e.devHolding(n, uint64(10*round+g))
-			wg.Go(func() { e.roundTripsUntilClosed(g, dev, src) })
-		}
-		time.Sleep(time.Duration(round+1) * 5 * time.Millisecond)
-		if err := e.c.Close(); err != nil {
-			t.Fatal(err)
-		}
-		wg.Wait()
+		e.closeDuringRoundTrips(6, 12*testChunk+3, uint64(10*round), time.Duration(round+1)*5*time.Millisecond)
 		if e.c.stats.batched.Load() == 0 {
 			t.Errorf("round %d: no chunk issued in a batch", round)
 		}

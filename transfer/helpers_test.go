@@ -268,10 +268,26 @@ func samplePeak(read func() int64) (stop func() (peak, samples int64)) {
 	}
 }
 
+// closeDuringRoundTrips closes e's copier after wait while goroutines
+// goroutines run round trips of n bytes on it (roundTripsUntilClosed;
+// goroutine g's bytes from seed+g), and returns once they have all ended:
+// the tests of Close racing transfers.
+func (e *env) closeDuringRoundTrips(goroutines, n int, seed uint64, wait time.Duration) {
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		dev, src := e.devHolding(n, seed+uint64(g))
+		wg.Go(func() { e.roundTripsUntilClosed(g, dev, src) })
+	}
+	time.Sleep(wait)
+	if err := e.c.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	wg.Wait()
+}
+
 // roundTripsUntilClosed runs round trips of src through dev on e's copier,
 // device to host (checked) then host to device, until a transfer returns
 // ErrClosed; any other error or a wrong byte is reported as goroutine g's.
-// Tests of Close racing transfers run it on several goroutines.
 func (e *env) roundTripsUntilClosed(g int, dev cuda.DevicePtr, src []byte) {
 	for {
 		back := make([]byte, len(src))

@@ -185,17 +185,7 @@ func TestChunkedTailsCloseRace(t *testing.T) {
 	for round := range 8 {
 		e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Lanes: 8, DirectBelow: -1}, chunkedOnly())
 		e.d.latency.Store(int64(20 * time.Microsecond))
-		const n = 20*testChunk + 7
-		var wg sync.WaitGroup
-		for g := range 4 {
-			dev, src := e.devHolding(n, uint64(10*round+g))
-			wg.Go(func() { e.roundTripsUntilClosed(g, dev, src) })
-		}
-		time.Sleep(time.Duration(round+1) * 300 * time.Microsecond)
-		if err := e.c.Close(); err != nil {
-			t.Fatal(err)
-		}
-		wg.Wait()
+		e.closeDuringRoundTrips(4, 20*testChunk+7, uint64(10*round), time.Duration(round+1)*300*time.Microsecond)
 		if st := e.c.Stats(); st.StagingBytes != 0 {
 			t.Errorf("round %d: %d bytes of staging held after Close", round, st.StagingBytes)
 		}
