@@ -70,8 +70,8 @@ func (q *issueQueue) busy(depth int) bool {
 
 // batching reports whether the copier parks chunks of direction d to
 // issue them in batches: tuning.batchMax of two or more and a driver with
-// batch copies.
-func (c *Copier) batching(d Direction) bool { return c.tune.batchMax[d] > 1 && c.canBatch }
+// batch copies that has not refused one (enqueueBatch).
+func (c *Copier) batching(d Direction) bool { return c.tune.batchMax[d] > 1 && c.canBatch.Load() }
 
 // issueChunk hands the copy of host, the chunk at offset off of o, to the
 // issue queue: it parks the chunk when mayPark, the stream is busy and the queue
@@ -149,15 +149,7 @@ func (c *Copier) issueBatch(d Direction, ts []*ticket) (_ *sharedEvent, _ error,
 		if len(ts) == 1 {
 			return enqueueCopy(s, d, ts[0].dev, ts[0].host)
 		}
-		copies := make([]chunkCopy, len(ts))
-		for i, x := range ts {
-			copies[i] = chunkCopy{dev: x.dev, host: x.host}
-		}
-		if err := s.copyBatchAsync(d, copies); err != nil {
-			return err
-		}
-		c.stats.batched.Add(uint64(len(ts)))
-		return nil
+		return c.enqueueBatch(s, d, ts)
 	})
 	if err != nil {
 		if syncErr != nil {
@@ -168,6 +160,39 @@ func (c *Copier) issueBatch(d Direction, ts []*ticket) (_ *sharedEvent, _ error,
 	se := &sharedEvent{ev: ev}
 	se.refs.Store(int32(len(ts)) + 1) // the tickets and the recent list
 	return se, nil, false
+}
+
+// enqueueBatch queues the copies of ts on s as one batch. A driver may
+// have cuMemcpyBatchAsync and still refuse it, with
+// CUDA_ERROR_NOT_SUPPORTED or CUDA_ERROR_INVALID_VALUE, where it takes the
+// same copies one at a time: the copies then go out one by one, and once
+// they have, the copier issues every later chunk on its own
+// (Stats.BatchFallbacks). Part of the refused batch may have been queued;
+// the copies queued after it, in stream order, move the same bytes to the
+// same place. If a copy is refused too, its error is returned and the
+// copier goes on batching: the batch was not the cause.
+func (c *Copier) enqueueBatch(s stream, d Direction, ts []*ticket) error {
+	copies := make([]chunkCopy, len(ts))
+	for i, x := range ts {
+		copies[i] = chunkCopy{dev: x.dev, host: x.host}
+	}
+	err := s.copyBatchAsync(d, copies)
+	if err == nil {
+		c.stats.batched.Add(uint64(len(ts)))
+		return nil
+	}
+	if !errors.Is(err, cuda.ErrNotSupported) && !errors.Is(err, cuda.ErrInvalidValue) {
+		return err
+	}
+	for _, x := range copies {
+		if err := enqueueCopy(s, d, x.dev, x.host); err != nil {
+			return err
+		}
+	}
+	if c.canBatch.Swap(false) {
+		c.stats.batchFallbacks.Add(1)
+	}
+	return nil
 }
 
 // unref lets go of a shared event: the last one gives it back.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/pinpool/pinpool/cuda"
 )
 
 // slowBatchEnv is a copier over a fake device whose copies take long
@@ -234,5 +236,122 @@ func TestBatchDefaults(t *testing.T) {
 		if got := e.c.stats.parked.Load() - before; (got > 0) != tc.parked {
 			t.Errorf("%v of %d bytes: %d chunks parked", tc.dir, tc.n, got)
 		}
+	}
+}
+
+// TestBatchRefused gives the copier a driver that has batch copies and
+// refuses them, with CUDA_ERROR_NOT_SUPPORTED or INVALID_VALUE, after
+// queueing none or one copy of the batch: chunked transfers both ways still
+// move every byte, the refusal is counted once, and no later chunk is
+// parked or batched. A batch that fails for another reason is the
+// transfer's error, and the copier goes on batching.
+func TestBatchRefused(t *testing.T) {
+	const n = 40*testChunk + 13
+	for _, tc := range []struct {
+		name    string
+		err     error
+		after   int
+		refused bool
+	}{
+		{"not-supported", fmt.Errorf("fake: %w", cuda.ErrNotSupported), 0, true},
+		{"invalid-value-after-one-copy", fmt.Errorf("fake: %w", cuda.ErrInvalidValue), 1, true},
+		{"launch-failed", fmt.Errorf("fake: %w: %w", errInjected, cuda.ErrLaunchFailed), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := slowBatchEnv(t, 4, false)
+			e.d.refuseBatch, e.d.refuseAfter = tc.err, tc.after
+			src := randomBytes(n, 17)
+			dev := e.d.alloc(n)
+			err := e.c.ToDevice(context.Background(), dev, src)
+			if in := e.d.inflight.Load(); in != 0 {
+				t.Fatalf("%d bytes in flight after the transfer returned", in)
+			}
+			if !tc.refused {
+				if !errors.Is(err, ErrCopy) || !errors.Is(err, cuda.ErrLaunchFailed) {
+					t.Fatalf("a batch failing with %v: transfer returned %v", tc.err, err)
+				}
+				e.d.refuseBatch = nil
+				before := e.c.stats.batched.Load()
+				if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+					t.Fatal(err)
+				}
+				sameBytes(t, "device", e.devBytes(dev, n), src)
+				if e.c.stats.batched.Load() == before {
+					t.Error("the copier stopped batching after a batch failed for another reason than a refusal")
+				}
+				if got := e.c.Stats().BatchFallbacks; got != 0 {
+					t.Errorf("BatchFallbacks = %d after a failure that was not a refusal", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("a driver refusing batches: %v", err)
+			}
+			sameBytes(t, "device", e.devBytes(dev, n), src)
+			parked := e.c.stats.parked.Load()
+			back := make([]byte, n)
+			if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
+				t.Fatal(err)
+			}
+			sameBytes(t, "round trip", back, src)
+			if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+				t.Fatal(err)
+			}
+			st := e.c.Stats()
+			if st.BatchFallbacks != 1 {
+				t.Errorf("BatchFallbacks = %d, want 1", st.BatchFallbacks)
+			}
+			if calls := e.d.batches.Load(); calls != 1 {
+				t.Errorf("%d batch calls: the copier went on batching after the refusal", calls)
+			}
+			if got := e.c.stats.batched.Load(); got != 0 {
+				t.Errorf("%d chunks counted as batched, but every batch was refused", got)
+			}
+			if got := e.c.stats.parked.Load(); got != parked {
+				t.Errorf("%d chunks parked after the refusal", got-parked)
+			}
+			if st.StagingBytes != 0 {
+				t.Errorf("%d bytes of staging held after the transfers", st.StagingBytes)
+			}
+		})
+	}
+}
+
+// TestBatchRefusedCopiesFail refuses a batch and then fails every single
+// copy, so that the fallback fails too: the transfer returns the copy's
+// error with nothing in flight, the refusal is not counted, and once the
+// driver recovers the copier batches again.
+func TestBatchRefusedCopiesFail(t *testing.T) {
+	const n = 40*testChunk + 13
+	e := slowBatchEnv(t, 4, false)
+	e.d.refuseBatch = fmt.Errorf("fake: %w", cuda.ErrNotSupported)
+	e.d.failEnqueue = func(Direction, int) error {
+		if e.d.batches.Load() > 0 {
+			return fmt.Errorf("fake: %w: %w", errInjected, cuda.ErrLaunchFailed)
+		}
+		return nil
+	}
+	src := randomBytes(n, 19)
+	dev := e.d.alloc(n)
+	err := e.c.ToDevice(context.Background(), dev, src)
+	if !errors.Is(err, ErrCopy) || !errors.Is(err, errInjected) {
+		t.Fatalf("got %v, want the single copy's error", err)
+	}
+	if in := e.d.inflight.Load(); in != 0 {
+		t.Fatalf("%d bytes in flight after the transfer returned", in)
+	}
+	if got := e.c.Stats().BatchFallbacks; got != 0 {
+		t.Errorf("BatchFallbacks = %d after a fallback that failed", got)
+	}
+	e.d.refuseBatch, e.d.failEnqueue = nil, nil
+	if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+		t.Fatal(err)
+	}
+	sameBytes(t, "device", e.devBytes(dev, n), src)
+	if e.c.stats.batched.Load() == 0 {
+		t.Error("no chunk batched once the driver took batches again")
+	}
+	if st := e.c.Stats(); st.StagingBytes != 0 {
+		t.Errorf("%d bytes of staging held after the transfers", st.StagingBytes)
 	}
 }

@@ -42,7 +42,7 @@ type Copier struct {
 	lanes    [2]*standingLanes // per direction (lanes.go)
 	issuing  [2]issueLock      // per direction: the staged lanes' driver calls
 	queues   [2]issueQueue     // chunks parked for a batch (batch.go), under their direction's issuing
-	canBatch bool              // the device queues batches of copies as one
+	canBatch atomic.Bool       // the device queues batches of copies as one; cleared when it refuses one (batch.go)
 	events   events
 	quick    quickStreams
 	regs     registry
@@ -79,7 +79,7 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, 
 	}
 	c := &Copier{pool: pool, dev: dev, opt: o, tune: t, events: events{dev: dev}, quick: quickStreams{dev: dev}}
 	c.regs.chunk = int(o.RegisterChunk)
-	c.canBatch = max(t.batchMax[0], t.batchMax[1]) > 1 && dev.canBatch()
+	c.canBatch.Store(max(t.batchMax[0], t.batchMax[1]) > 1 && dev.canBatch())
 	streams := make([]stream, 0, o.Streams)
 	for range o.Streams {
 		s, err := dev.newStream()

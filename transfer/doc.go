@@ -64,7 +64,8 @@
 //     cooperative mode;
 //  4. issue (issue.go): every asynchronous copy and the event after it;
 //     host to device, a chunked transfer's chunks go out in pairs, one
-//     driver batch each, when the stream has work queued (batch.go);
+//     driver batch each, when the stream has work queued, and one by one
+//     from the first batch a driver refuses (batch.go);
 //  5. complete (complete.go): waiting for events, copying out, giving the
 //     staging back; device to host, the lanes share the copy-out of a
 //     chunked transfer's last chunks (share.go).

@@ -47,6 +47,11 @@ type fakeDevice struct {
 	failRegister func(b []byte) error
 	// noBatch makes canBatch false, as for a driver older than CUDA 12.8.
 	noBatch bool
+	// refuseBatch, when set, is returned by copyBatchAsync after it has
+	// queued the first refuseAfter copies of the batch, as by a driver
+	// that has batch copies and refuses them.
+	refuseBatch error
+	refuseAfter int
 
 	streams, events atomic.Int64 // live
 	syncCopies      atomic.Int64
@@ -330,6 +335,9 @@ func (s *fakeStream) copyBatchAsync(d Direction, copies []chunkCopy) error {
 	}
 	s.d.batches.Add(1)
 	for i, x := range copies {
+		if s.d.refuseBatch != nil && i == s.d.refuseAfter {
+			return s.d.refuseBatch
+		}
 		if err := s.async(d, x.dev, x.host); err != nil {
 			if i > 0 {
 				s.d.batchFails.Add(1)
