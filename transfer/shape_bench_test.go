@@ -129,12 +129,12 @@ type frameWay struct {
 	streamOnly bool // not in BenchmarkPacedFrames
 }
 
-// frameMover returns the function that moves a frame in direction d the
-// way w.
-func frameMover(b *testing.B, g *gpu, w frameWay, d Direction) func(host []byte, dev cuda.DevicePtr) error {
+// frameMover returns the function that moves a frame the way w, in the
+// direction it is given; one copier serves both directions.
+func frameMover(b *testing.B, g *gpu, w frameWay) func(d Direction, host []byte, dev cuda.DevicePtr) error {
 	ctx := context.Background()
 	if w.copier == nil {
-		return func(host []byte, dev cuda.DevicePtr) error {
+		return func(d Direction, host []byte, dev cuda.DevicePtr) error {
 			if d == HostToDevice {
 				return g.ctx.CopyHtoD(dev, host)
 			}
@@ -142,7 +142,7 @@ func frameMover(b *testing.B, g *gpu, w frameWay, d Direction) func(host []byte,
 		}
 	}
 	c := w.copier(b, g)
-	return func(host []byte, dev cuda.DevicePtr) error {
+	return func(d Direction, host []byte, dev cuda.DevicePtr) error {
 		if d == HostToDevice {
 			return c.ToDevice(ctx, dev, host)
 		}
@@ -166,8 +166,8 @@ func BenchmarkFrameStream(b *testing.B) {
 		host[i] = randomBytes(frames*frameBytes, uint64(30+i))
 	}
 	for _, w := range frameWays {
+		move := frameMover(b, g, w)
 		for _, d := range []Direction{HostToDevice, DeviceToHost} {
-			move := frameMover(b, g, w, d)
 			for _, gs := range []int{1, 10} {
 				b.Run(fmt.Sprintf("%s/goroutines=%d/%v", w.name, gs, d), func(b *testing.B) {
 					defer allCPUs()()
@@ -185,7 +185,7 @@ func BenchmarkFrameStream(b *testing.B) {
 								}
 								f := host[k][(i%frames)*frameBytes : (i%frames+1)*frameBytes]
 								s := time.Now()
-								if err := move(f, dev.Ptr()+cuda.DevicePtr(k*frameBytes)); err != nil {
+								if err := move(d, f, dev.Ptr()+cuda.DevicePtr(k*frameBytes)); err != nil {
 									b.Error(err)
 									return
 								}
@@ -206,73 +206,92 @@ func BenchmarkFrameStream(b *testing.B) {
 	}
 }
 
-// BenchmarkPacedFrames uploads one stream of 1080p frames at a steady rate
+// BenchmarkPacedFrames moves one stream of 1080p frames at a steady rate
 // (30 and 300 frames a second; 4 frames used in turn, each copied to the
 // same device memory) for a fixed time per iteration (pacedFor), each way
-// of frameWays, and reports per frame the process's CPU time
-// (cpu-ns/frame, getrusage: every thread, the driver's among them; of it
-// the time in the kernel, sys-ns/frame) and the
-// copy's wall time (wall-ns/frame), the CPU time as a share of one core
-// (cpu-share) and per GB moved (cpu-ms/GB), and the CPU time the process
-// burns at rest just before, as a share of a core (idle-cpu-share). Run it
-// with -test.benchtime 1x.
+// of frameWays: uploads only ("H2D"), downloads only into another host
+// buffer ("D2H"), and each frame up then back, as a filter that returns
+// the frame it was given ("round-trip"; one copier both ways). It reports per frame the process's
+// CPU time (cpu-ns/frame, getrusage: every thread, the driver's among
+// them; of it the time in the kernel, sys-ns/frame) and the copies' wall
+// time (wall-ns/frame; a round trip counts both), the CPU time as a share
+// of one core (cpu-share) and per GB moved (cpu-ms/GB), and the CPU time
+// the process burns at rest just before, as a share of a core
+// (idle-cpu-share). Run it with -test.benchtime 1x.
 func BenchmarkPacedFrames(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})
 	const frames = 4
 	dev := g.devMem(b, frameBytes)
 	host := randomBytes(frames*frameBytes, 40)
+	back := make([]byte, frames*frameBytes)
 	for _, w := range frameWays {
 		if w.streamOnly {
 			continue
 		}
-		move := frameMover(b, g, w, HostToDevice)
+		move := frameMover(b, g, w)
 		for _, rate := range []int{30, 300} {
-			b.Run(fmt.Sprintf("%s/fps=%d", w.name, rate), func(b *testing.B) {
-				defer allCPUs()()
-				period := time.Second / time.Duration(rate)
-				count := int(pacedFor / period)
-				var wall, cpu, sys, el, idle, idleEl time.Duration
-				total := 0
-				for b.Loop() {
-					// One frame first, so that a copier's lanes and
-					// staging exist before the clock starts.
-					if err := move(host[:frameBytes], dev.Ptr()); err != nil {
-						b.Fatal(err)
-					}
-					// The process's CPU time at rest, for comparison: what
-					// its threads burn with nothing to do (a driver's
-					// helper threads, left busy by an earlier way).
-					idle0, i0 := cpuTime(b), time.Now()
-					time.Sleep(max(period, 200*time.Millisecond))
-					idle += cpuTime(b) - idle0
-					idleEl += time.Since(i0)
-					u0, s0 := cpuTimes(b)
-					cpu0, t0 := u0+s0, time.Now()
-					for i := range count {
-						if d := time.Until(t0.Add(time.Duration(i) * period)); d > 0 {
-							time.Sleep(d)
+			for _, trip := range []string{"H2D", "D2H", "round-trip"} {
+				// frame moves frame i of the stream.
+				frame := func(i int) error {
+					lo, hi := (i%frames)*frameBytes, (i%frames+1)*frameBytes
+					if trip != "D2H" {
+						if err := move(HostToDevice, host[lo:hi], dev.Ptr()); err != nil || trip == "H2D" {
+							return err
 						}
-						f := host[(i%frames)*frameBytes : (i%frames+1)*frameBytes]
-						s := time.Now()
-						if err := move(f, dev.Ptr()); err != nil {
+					}
+					return move(DeviceToHost, back[lo:hi], dev.Ptr())
+				}
+				perFrame := frameBytes
+				if trip == "round-trip" {
+					perFrame *= 2
+				}
+				b.Run(fmt.Sprintf("%s/fps=%d/%s", w.name, rate, trip), func(b *testing.B) {
+					defer allCPUs()()
+					period := time.Second / time.Duration(rate)
+					count := int(pacedFor / period)
+					var wall, cpu, sys, el, idle, idleEl time.Duration
+					total := 0
+					for b.Loop() {
+						// One frame first, so that a copier's lanes and
+						// staging exist before the clock starts.
+						if err := frame(0); err != nil {
 							b.Fatal(err)
 						}
-						wall += time.Since(s)
+						// The process's CPU time at rest, for comparison:
+						// what its threads burn with nothing to do (a
+						// driver's helper threads, left busy by an earlier
+						// way).
+						idle0, i0 := cpuTime(b), time.Now()
+						time.Sleep(max(period, 200*time.Millisecond))
+						idle += cpuTime(b) - idle0
+						idleEl += time.Since(i0)
+						u0, s0 := cpuTimes(b)
+						cpu0, t0 := u0+s0, time.Now()
+						for i := range count {
+							if d := time.Until(t0.Add(time.Duration(i) * period)); d > 0 {
+								time.Sleep(d)
+							}
+							s := time.Now()
+							if err := frame(i); err != nil {
+								b.Fatal(err)
+							}
+							wall += time.Since(s)
+						}
+						el += time.Since(t0)
+						u1, s1 := cpuTimes(b)
+						cpu += u1 + s1 - cpu0
+						sys += s1 - s0
+						total += count
 					}
-					el += time.Since(t0)
-					u1, s1 := cpuTimes(b)
-					cpu += u1 + s1 - cpu0
-					sys += s1 - s0
-					total += count
-				}
-				b.ReportMetric(float64(cpu.Nanoseconds())/float64(total), "cpu-ns/frame")
-				b.ReportMetric(float64(sys.Nanoseconds())/float64(total), "sys-ns/frame")
-				b.ReportMetric(float64(wall.Nanoseconds())/float64(total), "wall-ns/frame")
-				b.ReportMetric(cpu.Seconds()/el.Seconds(), "cpu-share")
-				b.ReportMetric(cpu.Seconds()*1e3/(float64(total)*frameBytes/1e9), "cpu-ms/GB")
-				b.ReportMetric(idle.Seconds()/idleEl.Seconds(), "idle-cpu-share")
-			})
+					b.ReportMetric(float64(cpu.Nanoseconds())/float64(total), "cpu-ns/frame")
+					b.ReportMetric(float64(sys.Nanoseconds())/float64(total), "sys-ns/frame")
+					b.ReportMetric(float64(wall.Nanoseconds())/float64(total), "wall-ns/frame")
+					b.ReportMetric(cpu.Seconds()/el.Seconds(), "cpu-share")
+					b.ReportMetric(cpu.Seconds()*1e3/(float64(total)*float64(perFrame)/1e9), "cpu-ms/GB")
+					b.ReportMetric(idle.Seconds()/idleEl.Seconds(), "idle-cpu-share")
+				})
+			}
 		}
 	}
 }
