@@ -218,7 +218,9 @@ func (r *coopRun) lane() {
 			return
 		}
 		copyOut(o.host[lo:hi], b, r.p.streamOut)
-		evictBytes(b) // the next DMA into it need not chase these lines
+		if r.p.evictOut {
+			evictBytes(b)
+		}
 	}
 }
 

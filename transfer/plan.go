@@ -43,6 +43,15 @@ type plan struct {
 	// streamOut: device to host, the bytes leave staging with streaming
 	// stores (copyOut), when no other transfer stages device to host.
 	streamOut bool
+	// evictOut: device to host, cooperative, each stripe of staging is
+	// evicted from the CPU caches once copied out (evictBytes), so that
+	// the next DMA into it need not chase its lines there. Only when the
+	// lanes are awake: transfers that come back to back reuse the staging
+	// at once, and there the eviction made a stream of frames faster.
+	// Paced transfers, which find the lanes asleep, reuse it milliseconds
+	// later; there it cost CPU time and made each frame slower, not faster
+	// (docs/results/2026-12-01-paced-round-trips.md).
+	evictOut bool
 
 	// chunked mode
 	depth int // chunks a lane keeps in flight before it completes its oldest
@@ -68,7 +77,8 @@ type plan struct {
 // (ChunkSize if smaller), packed into as few staging buffers as hold them,
 // and every lane copies stripes of at least minStripe; host to device,
 // when the lanes are asleep, it asks for 1/coldShare of its lanes (two at
-// least). Otherwise chunked, in chunks of ChunkSize, or smaller ones (down
+// least); device to host, it evicts the staging it copied out only when
+// the lanes are awake (plan.evictOut). Otherwise chunked, in chunks of ChunkSize, or smaller ones (down
 // to minChunk) when that is what gives every lane a chunk. Device to host, a transfer that stages
 // alone in its direction copies its bytes out with streaming stores (see
 // copyOut).
@@ -94,7 +104,8 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 			}
 			return plan{
 				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
-				streamOut: streamOut, perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
+				streamOut: streamOut, evictOut: dir == DeviceToHost && !asleep,
+				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
 			}
 		}
 	}

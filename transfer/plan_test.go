@@ -27,6 +27,9 @@ func TestPlanStaging(t *testing.T) {
 	// out: device to host, a transfer staging alone copies out with
 	// streaming stores.
 	out := func(p plan) plan { p.streamOut = true; return p }
+	// ev: device to host, a cooperative transfer that finds the lanes
+	// awake (as every one here does) evicts the staging it copied out.
+	ev := func(p plan) plan { p.evictOut = true; return p }
 	for _, tc := range []struct {
 		n      int
 		dir    Direction
@@ -39,11 +42,11 @@ func TestPlanStaging(t *testing.T) {
 		{100, H, 1, def, defaultTuning(), coop(100, 1, 1, 1, 128<<10, 1)},
 		{MiB, H, 1, def, defaultTuning(), coop(MiB, 1, 8, 1, 128<<10, 8)},
 		{frameBytes, H, 1, def, defaultTuning(), coop(frameBytes, 3, 8, 2, 128<<10, 24)},
-		{frameBytes, D, 1, def, defaultTuning(), out(coop(frameBytes, 3, 8, 2, 128<<10, 24))},
-		{8 * MiB, D, 1, def, defaultTuning(), out(coop(8*MiB, 8, 8, 4, 128<<10, 64))},
+		{frameBytes, D, 1, def, defaultTuning(), ev(out(coop(frameBytes, 3, 8, 2, 128<<10, 24)))},
+		{8 * MiB, D, 1, def, defaultTuning(), ev(out(coop(8*MiB, 8, 8, 4, 128<<10, 64)))},
 		// One rule per direction, no cliff at 8 MiB: device to host
 		// cooperative up to half the window, host to device up to all of it.
-		{16 * MiB, D, 1, def, defaultTuning(), out(coop(16*MiB, 16, 8, 8, 128<<10, 128))},
+		{16 * MiB, D, 1, def, defaultTuning(), ev(out(coop(16*MiB, 16, 8, 8, 128<<10, 128)))},
 		{16*MiB + 1, D, 1, def, defaultTuning(), out(plan{mode: chunked, n: 16*MiB + 1, chunk: 2 * MiB, chunks: 9, lanes: 8, buffer: 2 * MiB, depth: 2})},
 		{32 * MiB, H, 1, def, defaultTuning(), coop(32*MiB, 32, 8, 16, 128<<10, 256)},
 		{32*MiB + 1, H, 1, def, defaultTuning(), plan{mode: chunked, n: 32*MiB + 1, chunk: 2 * MiB, chunks: 17, lanes: 8, buffer: 2 * MiB, depth: 2}},
@@ -51,7 +54,7 @@ func TestPlanStaging(t *testing.T) {
 		// Load: transfers staging at once share the lanes, two at least.
 		{frameBytes, H, 2, def, defaultTuning(), coop(frameBytes, 3, 4, 2, 256<<10, 12)},
 		{frameBytes, H, 3, def, defaultTuning(), coop(frameBytes, 3, 3, 2, 352256, 9)},
-		{frameBytes, D, 10, def, defaultTuning(), coop(frameBytes, 3, 2, 2, 512<<10, 6)},
+		{frameBytes, D, 10, def, defaultTuning(), ev(coop(frameBytes, 3, 2, 2, 512<<10, 6))},
 		{64 * MiB, H, 4, def, defaultTuning(), plan{mode: chunked, n: 64 * MiB, chunk: 2 * MiB, chunks: 32, lanes: 2, buffer: 2 * MiB, depth: 8}},
 		// One lane: chunked, the lane's chunk as large as a buffer allows.
 		{frameBytes, H, 1, opts(Options{Lanes: 1}), defaultTuning(), plan{mode: chunked, n: frameBytes, chunk: 2 * MiB, chunks: 2, lanes: 1, buffer: 2 * MiB, depth: 16}},
@@ -60,7 +63,7 @@ func TestPlanStaging(t *testing.T) {
 		{frameBytes, H, 1, opts(Options{Lanes: 4}), defaultTuning(), coop(frameBytes, 3, 4, 2, 256<<10, 12)},
 		// Small buffers: a chunk per buffer, cooperative while the buffers
 		// fit in the direction's share of the window.
-		{2 * testChunk, D, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), out(plan{mode: cooperative, n: 2 * testChunk, chunk: testChunk, chunks: 2, lanes: 2, buffer: testChunk, perBuffer: 1, buffers: 2, stripe: 64 << 10, stripes: 2})},
+		{2 * testChunk, D, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), ev(out(plan{mode: cooperative, n: 2 * testChunk, chunk: testChunk, chunks: 2, lanes: 2, buffer: testChunk, perBuffer: 1, buffers: 2, stripe: 64 << 10, stripes: 2}))},
 		{3 * testChunk, D, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), out(plan{mode: chunked, n: 3 * testChunk, chunk: testChunk, chunks: 3, lanes: 3, buffer: testChunk, depth: 2})},
 		{4 * testChunk, H, 1, opts(Options{Lanes: 4, ChunkSize: testChunk, WindowBytes: 4 * testChunk}), defaultTuning(), plan{mode: cooperative, n: 4 * testChunk, chunk: testChunk, chunks: 4, lanes: 4, buffer: testChunk, perBuffer: 1, buffers: 4, stripe: 64 << 10, stripes: 4}},
 		// A buffer that is not a multiple of the chunk: two chunks a buffer.
@@ -171,10 +174,12 @@ func TestChunkFor(t *testing.T) {
 	}
 }
 
-// TestPlanAsleep checks the rule for a transfer that finds the standing
+// TestPlanAsleep checks the rules for a transfer that finds the standing
 // lanes asleep: a cooperative host-to-device transfer asks for half its
 // lanes (two at least), while device to host, chunked transfers and
-// transfers that find the lanes awake keep them all.
+// transfers that find the lanes awake keep them all; a cooperative
+// device-to-host transfer evicts the staging it copied out only when the
+// lanes are awake, and no other transfer evicts.
 func TestPlanAsleep(t *testing.T) {
 	const MiB = 1 << 20
 	for _, tc := range []struct {
@@ -183,22 +188,26 @@ func TestPlanAsleep(t *testing.T) {
 		lanes  int
 		asleep bool
 		want   int
+		evict  bool
 	}{
-		{frameBytes, HostToDevice, 8, true, 4},
-		{frameBytes, HostToDevice, 8, false, 8},
-		{frameBytes, DeviceToHost, 8, true, 8},
-		{frameBytes, HostToDevice, 3, true, 2},
-		{frameBytes, HostToDevice, 2, true, 2},
-		{32 * MiB, HostToDevice, 8, true, 4},
-		{64 * MiB, HostToDevice, 8, true, 8}, // chunked
-		{100, HostToDevice, 8, true, 1},      // one stripe
+		{frameBytes, HostToDevice, 8, true, 4, false},
+		{frameBytes, HostToDevice, 8, false, 8, false},
+		{frameBytes, DeviceToHost, 8, true, 8, false},
+		{frameBytes, DeviceToHost, 8, false, 8, true},
+		{frameBytes, HostToDevice, 3, true, 2, false},
+		{frameBytes, HostToDevice, 2, true, 2, false},
+		{32 * MiB, HostToDevice, 8, true, 4, false},
+		{64 * MiB, HostToDevice, 8, true, 8, false},  // chunked
+		{64 * MiB, DeviceToHost, 8, false, 8, false}, // chunked
+		{100, HostToDevice, 8, true, 1, false},       // one stripe
 	} {
 		o, err := Options{Lanes: tc.lanes}.Defaults()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := planStaging(tc.n, tc.dir, 1, tc.asleep, o, defaultTuning()).lanes; got != tc.want {
-			t.Errorf("%d bytes %v, Lanes %d, asleep %v: %d lanes, want %d", tc.n, tc.dir, tc.lanes, tc.asleep, got, tc.want)
+		p := planStaging(tc.n, tc.dir, 1, tc.asleep, o, defaultTuning())
+		if p.lanes != tc.want || p.evictOut != tc.evict {
+			t.Errorf("%d bytes %v, Lanes %d, asleep %v: %d lanes, evict %v; want %d, %v", tc.n, tc.dir, tc.lanes, tc.asleep, p.lanes, p.evictOut, tc.want, tc.evict)
 		}
 	}
 	// Another tuning's share, and none.
