@@ -106,6 +106,99 @@ func BenchmarkStagingDMA(b *testing.B) {
 	}
 }
 
+// BenchmarkHotDMAStreams times, with CUDA events, the DMA of one round of
+// 2 MiB chunks (one per lane) just written by the lanes, as a chunked
+// transfer's first round is, queued as one copy per chunk over 1, 2 or 4
+// streams (the chunks dealt round robin), and the same round cold. It tells
+// whether copy engines working side by side read lines that sit in the
+// lanes' L2 caches faster than one does: if the DMA's reads of such lines
+// were slow for their latency rather than for the link, more copies at
+// once would hide it. On the H200 host they did not
+// (docs/results/2026-12-01-paced-round-trips.md, section 3).
+func BenchmarkHotDMAStreams(b *testing.B) {
+	defer allCPUs()()
+	g := newGPU(b, cudahost.Options{})
+	ctx := context.Background()
+	const lanes, chunk = 8, 2 << 20
+	const n = lanes * chunk
+	const arena = 256 << 20
+	buf, err := g.pool.Get(ctx, arena)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer buf.Release()
+	mem := buf.Bytes()
+	host := randomBytes(n, 31)
+	dev := g.devMem(b, n)
+	streams := []*cuda.Stream{g.s}
+	for range 3 {
+		s, err := g.ctx.NewStream(cuda.StreamNonBlocking)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Destroy()
+		streams = append(streams, s)
+	}
+	start, end := g.timingEvents(b)
+	var ends []*cuda.Event
+	for range streams {
+		e, err := g.ctx.NewEvent(cuda.EventDisableTiming)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer e.Destroy()
+		ends = append(ends, e)
+	}
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, hot := range []bool{true, false} {
+		for _, k := range []int{1, 2, 4} {
+			state := "cold"
+			if hot {
+				state = "written-by-8"
+			}
+			b.Run(fmt.Sprintf("%s/streams=%d", state, k), func(b *testing.B) {
+				defer allCPUs()()
+				var dma time.Duration
+				off := 0
+				b.SetBytes(n)
+				for b.Loop() {
+					off = (off + 32<<20) % arena
+					region := mem[off : off+n]
+					if hot {
+						var wg sync.WaitGroup
+						for j := range lanes {
+							wg.Go(func() { copyBytes(region[j*chunk:(j+1)*chunk], host[j*chunk:(j+1)*chunk], true) })
+						}
+						wg.Wait()
+					}
+					must(start.Record(streams[0]))
+					for i := 1; i < k; i++ {
+						must(streams[i].WaitEvent(start))
+					}
+					for j := range lanes {
+						s := streams[j%k]
+						must(s.CopyHtoDAsync(dev.Ptr()+cuda.DevicePtr(j*chunk), region[j*chunk:(j+1)*chunk]))
+					}
+					for i := 1; i < k; i++ {
+						must(ends[i].Record(streams[i]))
+						must(streams[0].WaitEvent(ends[i]))
+					}
+					must(end.Record(streams[0]))
+					must(end.Synchronize())
+					dt, err := cuda.ElapsedTime(start, end)
+					must(err)
+					dma += dt
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/dma.Seconds()/1e9, "dma-GB/s")
+			})
+		}
+	}
+}
+
 // BenchmarkChunkedDMA times, with CUDA events, the DMA of 64 MiB of pinned
 // memory queued on one stream as one copy ("whole") and as back-to-back
 // copies of a chunk size ("chunked"), as the chunked mode issues them,
