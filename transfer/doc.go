@@ -50,6 +50,7 @@
 // (BenchmarkStagedSizes, BenchmarkFrameStream, BenchmarkPacedFrames,
 // BenchmarkTransfer), and the CPU time that staging costs beside the
 // driver's own copy are in docs/results/2026-12-01-paced-frames.md,
+// docs/results/2026-12-01-paced-round-trips.md (downloads and round trips),
 // docs/results/2026-12-01-transfer-shape.md and
 // docs/results/2026-11-30-transfers-at-scale.md.
 //
