@@ -95,6 +95,18 @@ func (g *gpu) devMem(tb testing.TB, n int) *cuda.DeviceMem {
 	return d
 }
 
+// pinnedMem returns n bytes of a pool buffer (page-locked for the device),
+// released when tb ends.
+func (g *gpu) pinnedMem(tb testing.TB, n int) []byte {
+	tb.Helper()
+	buf, err := g.pool.Get(context.Background(), n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { buf.Release() })
+	return buf.Bytes()[:n]
+}
+
 // timingEvents returns two events that time what is queued between them
 // (cuda.ElapsedTime), destroyed when tb ends.
 func (g *gpu) timingEvents(tb testing.TB) (start, end *cuda.Event) {

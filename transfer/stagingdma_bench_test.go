@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -23,14 +22,8 @@ import (
 func BenchmarkStagingDMA(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})
-	ctx := context.Background()
 	const arena = 256 << 20
-	buf, err := g.pool.Get(ctx, arena)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer buf.Release()
-	mem := buf.Bytes()
+	mem := g.pinnedMem(b, arena)
 	host := randomBytes(16<<20, 21)
 	dev := g.devMem(b, 16<<20)
 	start, end := g.timingEvents(b)
@@ -76,12 +69,10 @@ func BenchmarkStagingDMA(b *testing.B) {
 						if state.lanes > 0 {
 							touch(state.lanes, d, region, state.nt, state.evict)
 						}
-						if err := start.Record(g.s); err != nil {
-							b.Fatal(err)
-						}
-						if d == HostToDevice {
+						err := start.Record(g.s)
+						if err == nil && d == HostToDevice {
 							err = g.s.CopyHtoDAsync(dev.Ptr(), region)
-						} else {
+						} else if err == nil {
 							err = g.s.CopyDtoHAsync(region, dev.Ptr())
 						}
 						if err == nil {
@@ -118,16 +109,10 @@ func BenchmarkStagingDMA(b *testing.B) {
 func BenchmarkHotDMAStreams(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})
-	ctx := context.Background()
 	const lanes, chunk = 8, 2 << 20
 	const n = lanes * chunk
 	const arena = 256 << 20
-	buf, err := g.pool.Get(ctx, arena)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer buf.Release()
-	mem := buf.Bytes()
+	mem := g.pinnedMem(b, arena)
 	host := randomBytes(n, 31)
 	dev := g.devMem(b, n)
 	streams := []*cuda.Stream{g.s}
@@ -211,14 +196,8 @@ func BenchmarkHotDMAStreams(b *testing.B) {
 func BenchmarkChunkedDMA(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})
-	ctx := context.Background()
 	const n = 64 << 20
-	buf, err := g.pool.Get(ctx, n)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer buf.Release()
-	mem := buf.Bytes()[:n]
+	mem := g.pinnedMem(b, n)
 	copy(mem, randomBytes(n, 23))
 	dev := g.devMem(b, n)
 	start, end := g.timingEvents(b)
@@ -231,6 +210,7 @@ func BenchmarkChunkedDMA(b *testing.B) {
 		for off := 0; off < n; off += chunk {
 			hi := min(off+chunk, n)
 			p := dev.Ptr() + cuda.DevicePtr(off)
+			var err error
 			if d == HostToDevice {
 				err = g.s.CopyHtoDAsync(p, mem[off:hi])
 			} else {
