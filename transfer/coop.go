@@ -93,9 +93,10 @@ func (r *coopRun) staging(i, lo, hi int) []byte {
 func (r *coopRun) run() {
 	c, o, p := r.c, r.o, r.p
 	// Offered first, so that sleeping lanes wake while the copies are
-	// issued (device to host they have nothing to do before the first
-	// chunk lands).
-	c.lanes[o.dir].offer(r, p.lanes-1)
+	// issued, unless the plan issues first (device to host, lanes awake).
+	if !p.issueFirst {
+		c.lanes[o.dir].offer(r, p.lanes-1)
+	}
 	if o.dir == DeviceToHost {
 		c.issuing[o.dir].lock()
 		for i := range p.chunks {
@@ -104,6 +105,9 @@ func (r *coopRun) run() {
 			}
 		}
 		c.issuing[o.dir].unlock()
+	}
+	if p.issueFirst {
+		c.lanes[o.dir].offer(r, p.lanes-1)
 	}
 	// Chunks before settled have completed; failed is the chunk whose copy
 	// failed, its event destroyed.

@@ -52,6 +52,15 @@ type plan struct {
 	// later; there it cost CPU time and made each frame slower, not faster
 	// (docs/results/2026-12-01-paced-round-trips.md).
 	evictOut bool
+	// issueFirst: device to host, cooperative, the caller issues the
+	// chunks' copies before it offers the transfer to the standing lanes,
+	// which have nothing to do before the first chunk lands. Only when the
+	// lanes are awake, and the offer finds them spinning: the DMA then
+	// starts sooner. Lanes asleep are offered the transfer first, so that
+	// they wake while the copies are issued; woken after, they came late
+	// to the copy-out and a paced stream's frames took longer
+	// (docs/results/2026-12-01-paced-round-trips.md).
+	issueFirst bool
 
 	// chunked mode
 	depth int // chunks a lane keeps in flight before it completes its oldest
@@ -77,8 +86,9 @@ type plan struct {
 // (ChunkSize if smaller), packed into as few staging buffers as hold them,
 // and every lane copies stripes of at least minStripe; host to device,
 // when the lanes are asleep, it asks for 1/coldShare of its lanes (two at
-// least); device to host, it evicts the staging it copied out only when
-// the lanes are awake (plan.evictOut). Otherwise chunked, in chunks of ChunkSize, or smaller ones (down
+// least); device to host, only when the lanes are awake does it issue its
+// copies before it offers itself to them (plan.issueFirst) and evict the
+// staging it copied out (plan.evictOut). Otherwise chunked, in chunks of ChunkSize, or smaller ones (down
 // to minChunk) when that is what gives every lane a chunk. Device to host, a transfer that stages
 // alone in its direction copies its bytes out with streaming stores (see
 // copyOut).
@@ -104,7 +114,7 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 			}
 			return plan{
 				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
-				streamOut: streamOut, evictOut: dir == DeviceToHost && !asleep,
+				streamOut: streamOut, evictOut: dir == DeviceToHost && !asleep, issueFirst: dir == DeviceToHost && !asleep,
 				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
 			}
 		}

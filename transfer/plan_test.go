@@ -28,8 +28,9 @@ func TestPlanStaging(t *testing.T) {
 	// streaming stores.
 	out := func(p plan) plan { p.streamOut = true; return p }
 	// ev: device to host, a cooperative transfer that finds the lanes
-	// awake (as every one here does) evicts the staging it copied out.
-	ev := func(p plan) plan { p.evictOut = true; return p }
+	// awake (as every one here does) issues its copies before it offers
+	// itself to the lanes and evicts the staging it copied out.
+	ev := func(p plan) plan { p.evictOut, p.issueFirst = true, true; return p }
 	for _, tc := range []struct {
 		n      int
 		dir    Direction
@@ -178,8 +179,9 @@ func TestChunkFor(t *testing.T) {
 // lanes asleep: a cooperative host-to-device transfer asks for half its
 // lanes (two at least), while device to host, chunked transfers and
 // transfers that find the lanes awake keep them all; a cooperative
-// device-to-host transfer evicts the staging it copied out only when the
-// lanes are awake, and no other transfer evicts.
+// device-to-host transfer issues its copies before it offers itself to the
+// lanes, and evicts the staging it copied out, only when the lanes are
+// awake; no other transfer does either.
 func TestPlanAsleep(t *testing.T) {
 	const MiB = 1 << 20
 	for _, tc := range []struct {
@@ -188,7 +190,7 @@ func TestPlanAsleep(t *testing.T) {
 		lanes  int
 		asleep bool
 		want   int
-		evict  bool
+		awake  bool // device to host: evictOut and issueFirst
 	}{
 		{frameBytes, HostToDevice, 8, true, 4, false},
 		{frameBytes, HostToDevice, 8, false, 8, false},
@@ -206,8 +208,8 @@ func TestPlanAsleep(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := planStaging(tc.n, tc.dir, 1, tc.asleep, o, defaultTuning())
-		if p.lanes != tc.want || p.evictOut != tc.evict {
-			t.Errorf("%d bytes %v, Lanes %d, asleep %v: %d lanes, evict %v; want %d, %v", tc.n, tc.dir, tc.lanes, tc.asleep, p.lanes, p.evictOut, tc.want, tc.evict)
+		if p.lanes != tc.want || p.evictOut != tc.awake || p.issueFirst != tc.awake {
+			t.Errorf("%d bytes %v, Lanes %d, asleep %v: %d lanes, evict %v, issue first %v; want %d, %v, %v", tc.n, tc.dir, tc.lanes, tc.asleep, p.lanes, p.evictOut, p.issueFirst, tc.want, tc.awake, tc.awake)
 		}
 	}
 	// Another tuning's share, and none.
