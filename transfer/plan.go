@@ -88,10 +88,10 @@ type plan struct {
 // when the lanes are asleep, it asks for 1/coldShare of its lanes (two at
 // least); device to host, only when the lanes are awake does it issue its
 // copies before it offers itself to them (plan.issueFirst) and evict the
-// staging it copied out (plan.evictOut). Otherwise chunked, in chunks of ChunkSize, or smaller ones (down
-// to minChunk) when that is what gives every lane a chunk. Device to host, a transfer that stages
-// alone in its direction copies its bytes out with streaming stores (see
-// copyOut).
+// staging it copied out (plan.evictOut). Otherwise chunked, in chunks of
+// ChunkSize, or smaller ones (down to minChunk) when that is what gives
+// every lane a chunk. Device to host, a transfer that stages alone in its
+// direction copies its bytes out with streaming stores (see copyOut).
 func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
 	if active > 1 {
@@ -109,12 +109,13 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 			perChunk := ceilDiv(chunk, stripe)
 			last := n - (chunks-1)*chunk
 			stripes := (chunks-1)*perChunk + ceilDiv(last, stripe)
+			awakeOut := dir == DeviceToHost && !asleep
 			if dir == HostToDevice && asleep && t.coldShare > 1 {
 				lanes = max(2, ceilDiv(lanes, t.coldShare))
 			}
 			return plan{
 				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
-				streamOut: streamOut, evictOut: dir == DeviceToHost && !asleep, issueFirst: dir == DeviceToHost && !asleep,
+				streamOut: streamOut, evictOut: awakeOut, issueFirst: awakeOut,
 				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
 			}
 		}
