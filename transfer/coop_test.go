@@ -104,16 +104,40 @@ func TestCoopFallsBack(t *testing.T) {
 // cooperative transfer, when it is queued and when it runs, both ways: the
 // copy returns a typed error, nothing stays in flight, the pool gets the
 // staging back (retired when the copy failed while running), and the
-// copier works afterwards.
+// copier works afterwards. It fails a transfer that finds the lanes asleep
+// and one that finds them awake, which device to host issues its copies
+// before it offers itself to the lanes (plan.issueFirst).
 func TestCoopFailure(t *testing.T) {
+	const n = 5*testChunk + 3
 	for _, when := range []string{"enqueue", "exec"} {
 		for _, dir := range []Direction{HostToDevice, DeviceToHost} {
-			t.Run(when+"/"+dir.String(), func(t *testing.T) {
-				e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Lanes: 4, DirectBelow: -1})
-				e.d.latency.Store(int64(50 * time.Microsecond))
-				e.injectFailure(when, 2)
-				e.failThenRecover(dir, 5*testChunk+3, when, nil)
-			})
+			for _, awake := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%v/awake=%v", when, dir, awake), func(t *testing.T) {
+					e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Lanes: 4, DirectBelow: -1, LaneSpin: time.Second})
+					e.d.latency.Store(int64(50 * time.Microsecond))
+					if awake {
+						// Two transfers first: the gap before the second
+						// one keeps the lanes awake for the third.
+						dev, src := e.devHolding(n, 4)
+						for range 2 {
+							if err := e.c.FromDevice(context.Background(), src, dev); err != nil {
+								t.Fatal(err)
+							}
+							if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+								t.Fatal(err)
+							}
+						}
+						if e.c.lanes[dir].asleep() {
+							t.Fatal("lanes asleep right after two transfers")
+						}
+						if p := planStaging(n, dir, 1, false, e.c.opt, e.c.tune); p.mode != cooperative || p.issueFirst != (dir == DeviceToHost) {
+							t.Fatalf("plan %+v", p)
+						}
+					}
+					e.injectFailure(when, 2)
+					e.failThenRecover(dir, n, when, nil)
+				})
+			}
 		}
 	}
 }
