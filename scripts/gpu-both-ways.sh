@@ -28,12 +28,8 @@ out=${OUT:-gpu-logs}
 mkdir -p "$out"
 d=.gpu/both
 status=0
-{
-	date -u +%Y-%m-%dT%H:%M:%SZ; hostname; uname -srm; nproc
-	nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader
-	lscpu | grep -E 'Model name|L2 cache|L3 cache'
-	sha1sum "$d"/*
-} >"$out/machine.txt" 2>&1
+. scripts/machine-info.sh
+machine_info "$d"/* >"$out/machine.txt" 2>&1
 t0=$(date +%s)
 "$d/transfer.test" -test.run GPU -test.count 1 -test.timeout 200s >"$out/tests.txt" 2>&1 || status=1
 "$d/multigpu.test" -test.run . -test.count 1 -test.timeout 120s >>"$out/tests.txt" 2>&1 || status=1

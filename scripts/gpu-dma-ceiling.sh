@@ -23,12 +23,8 @@ out=${OUT:-gpu-logs}
 mkdir -p "$out"
 bin=.gpu/ceiling/transfer.test
 status=0
-{
-	date -u +%Y-%m-%dT%H:%M:%SZ; hostname; uname -srm; nproc
-	nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader
-	lscpu | grep -E 'Model name|L2 cache|L3 cache'
-	sha1sum .gpu/ceiling/*.test
-} >"$out/machine.txt" 2>&1
+. scripts/machine-info.sh
+machine_info .gpu/ceiling/*.test >"$out/machine.txt" 2>&1
 "$bin" -test.run GPU -test.v -test.count 1 -test.timeout 200s >"$out/tests.txt" 2>&1 || status=1
 .gpu/ceiling/multigpu.test -test.run . -test.count 1 -test.timeout 120s >>"$out/tests.txt" 2>&1 || status=1
 for round in 1 2; do
