@@ -355,3 +355,27 @@ func TestBatchRefusedCopiesFail(t *testing.T) {
 		t.Errorf("%d bytes of staging held after the transfers", st.StagingBytes)
 	}
 }
+
+// TestBatchRefusedConcurrent runs chunked round trips from six goroutines
+// over a driver that refuses batches, then closes the copier while they
+// run: the refusal is counted once, though both directions may have a
+// batch refused at the same moment, every transfer returns its bytes or
+// ErrClosed, and nothing is left held (the env's cleanup checks events,
+// streams and staging).
+func TestBatchRefusedConcurrent(t *testing.T) {
+	for round := range 3 {
+		e := slowBatchEnv(t, 8, false)
+		e.d.refuseBatch = fmt.Errorf("fake: %w", cuda.ErrNotSupported)
+		e.closeDuringRoundTrips(6, 12*testChunk+3, uint64(20*round), time.Duration(round+1)*5*time.Millisecond)
+		st := e.c.Stats()
+		if st.BatchFallbacks != 1 {
+			t.Errorf("round %d: BatchFallbacks = %d, want 1", round, st.BatchFallbacks)
+		}
+		if got := e.c.stats.batched.Load(); got != 0 {
+			t.Errorf("round %d: %d chunks counted as batched, but every batch was refused", round, got)
+		}
+		if st.StagingBytes != 0 {
+			t.Errorf("round %d: %d bytes of staging held after Close", round, st.StagingBytes)
+		}
+	}
+}
