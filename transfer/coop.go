@@ -93,8 +93,8 @@ func (r *coopRun) staging(i, lo, hi int) []byte {
 func (r *coopRun) run() {
 	c, o, p := r.c, r.o, r.p
 	// Offered first, so that sleeping lanes wake while the copies are
-	// issued, unless the plan issues first (device to host, lanes awake).
-	if !p.issueFirst {
+	// issued, unless they are awake (plan.backToBack).
+	if !p.backToBack {
 		c.lanes[o.dir].offer(r, p.lanes-1)
 	}
 	if o.dir == DeviceToHost {
@@ -106,7 +106,7 @@ func (r *coopRun) run() {
 		}
 		c.issuing[o.dir].unlock()
 	}
-	if p.issueFirst {
+	if p.backToBack {
 		c.lanes[o.dir].offer(r, p.lanes-1)
 	}
 	// Chunks before settled have completed; failed is the chunk whose copy
@@ -222,7 +222,7 @@ func (r *coopRun) lane() {
 			return
 		}
 		copyOut(o.host[lo:hi], b, r.p.streamOut)
-		if r.p.evictOut {
+		if r.p.backToBack {
 			evictBytes(b)
 		}
 	}

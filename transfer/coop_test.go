@@ -106,7 +106,7 @@ func TestCoopFallsBack(t *testing.T) {
 // staging back (retired when the copy failed while running), and the
 // copier works afterwards. It fails a transfer that finds the lanes asleep
 // and one that finds them awake, which device to host issues its copies
-// before it offers itself to the lanes (plan.issueFirst).
+// before it offers itself to the lanes (plan.backToBack).
 func TestCoopFailure(t *testing.T) {
 	const n = 5*testChunk + 3
 	for _, when := range []string{"enqueue", "exec"} {
@@ -130,7 +130,7 @@ func TestCoopFailure(t *testing.T) {
 						if e.c.lanes[dir].asleep() {
 							t.Fatal("lanes asleep right after two transfers")
 						}
-						if p := planStaging(n, dir, 1, false, e.c.opt, e.c.tune); p.mode != cooperative || p.issueFirst != (dir == DeviceToHost) {
+						if p := planStaging(n, dir, 1, false, e.c.opt, e.c.tune); p.mode != cooperative || p.backToBack != (dir == DeviceToHost) {
 							t.Fatalf("plan %+v", p)
 						}
 					}

@@ -50,7 +50,7 @@ var canEvict = cpuid7EBX()&(1<<23) != 0
 // DMA engine that writes b next does not have to invalidate copies of them
 // in the cores' caches, which slows it several times over
 // (BenchmarkStagingDMA). The cooperative mode evicts its stripes after the
-// copy out when its lanes are awake (plan.evictOut); the chunked mode does
+// copy out when its lanes are awake (plan.backToBack); the chunked mode does
 // not, since there it cost more than it saved
 // (docs/results/2026-11-30-transfers-at-scale.md). It does nothing where
 // CLFLUSHOPT is missing.

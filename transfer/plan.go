@@ -43,24 +43,21 @@ type plan struct {
 	// streamOut: device to host, the bytes leave staging with streaming
 	// stores (copyOut), when no other transfer stages device to host.
 	streamOut bool
-	// evictOut: device to host, cooperative, each stripe of staging is
-	// evicted from the CPU caches once copied out (evictBytes), so that
-	// the next DMA into it need not chase its lines there. Only when the
-	// lanes are awake: transfers that come back to back reuse the staging
-	// at once, and there the eviction made a stream of frames faster.
-	// Paced transfers, which find the lanes asleep, reuse it milliseconds
-	// later; there it cost CPU time and made each frame slower, not faster
-	// (docs/results/2026-12-01-paced-round-trips.md).
-	evictOut bool
-	// issueFirst: device to host, cooperative, the caller issues the
-	// chunks' copies before it offers the transfer to the standing lanes,
-	// which have nothing to do before the first chunk lands. Only when the
-	// lanes are awake, and the offer finds them spinning: the DMA then
-	// starts sooner. Lanes asleep are offered the transfer first, so that
-	// they wake while the copies are issued; woken after, they came late
-	// to the copy-out and a paced stream's frames took longer
-	// (docs/results/2026-12-01-paced-round-trips.md).
-	issueFirst bool
+	// backToBack: device to host, cooperative, the transfer found its
+	// direction's lanes awake (it follows the last one closely). Then
+	//   - the caller issues the chunks' copies before it offers the
+	//     transfer to the lanes, which have nothing to do before the first
+	//     chunk lands: the offer finds them spinning, and the DMA starts
+	//     sooner. Lanes asleep are offered the transfer first, so that they
+	//     wake while the copies are issued; woken after, they came late to
+	//     the copy-out and a paced stream's frames took longer;
+	//   - each stripe of staging is evicted from the CPU caches once copied
+	//     out (evictBytes), so that the next DMA into it, which comes at
+	//     once, need not chase its lines there. A paced stream reuses the
+	//     staging milliseconds later; there the eviction cost CPU time and
+	//     made each frame slower, not faster.
+	// (docs/results/2026-12-01-paced-round-trips.md has the figures.)
+	backToBack bool
 
 	// chunked mode
 	depth int // chunks a lane keeps in flight before it completes its oldest
@@ -87,8 +84,8 @@ type plan struct {
 // and every lane copies stripes of at least minStripe; host to device,
 // when the lanes are asleep, it asks for 1/coldShare of its lanes (two at
 // least); device to host, only when the lanes are awake does it issue its
-// copies before it offers itself to them (plan.issueFirst) and evict the
-// staging it copied out (plan.evictOut). Otherwise chunked, in chunks of
+// copies before it offers itself to them and evict the staging it copied
+// out (plan.backToBack). Otherwise chunked, in chunks of
 // ChunkSize, or smaller ones (down to minChunk) when that is what gives
 // every lane a chunk. Device to host, a transfer that stages alone in its
 // direction copies its bytes out with streaming stores (see copyOut).
@@ -109,13 +106,12 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 			perChunk := ceilDiv(chunk, stripe)
 			last := n - (chunks-1)*chunk
 			stripes := (chunks-1)*perChunk + ceilDiv(last, stripe)
-			awakeOut := dir == DeviceToHost && !asleep
 			if dir == HostToDevice && asleep && t.coldShare > 1 {
 				lanes = max(2, ceilDiv(lanes, t.coldShare))
 			}
 			return plan{
 				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
-				streamOut: streamOut, evictOut: awakeOut, issueFirst: awakeOut,
+				streamOut: streamOut, backToBack: dir == DeviceToHost && !asleep,
 				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
 			}
 		}

@@ -30,7 +30,7 @@ func TestPlanStaging(t *testing.T) {
 	// ev: device to host, a cooperative transfer that finds the lanes
 	// awake (as every one here does) issues its copies before it offers
 	// itself to the lanes and evicts the staging it copied out.
-	ev := func(p plan) plan { p.evictOut, p.issueFirst = true, true; return p }
+	ev := func(p plan) plan { p.backToBack = true; return p }
 	for _, tc := range []struct {
 		n      int
 		dir    Direction
@@ -190,7 +190,7 @@ func TestPlanAsleep(t *testing.T) {
 		lanes  int
 		asleep bool
 		want   int
-		awake  bool // device to host: evictOut and issueFirst
+		awake  bool // device to host: backToBack
 	}{
 		{frameBytes, HostToDevice, 8, true, 4, false},
 		{frameBytes, HostToDevice, 8, false, 8, false},
@@ -208,8 +208,8 @@ func TestPlanAsleep(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := planStaging(tc.n, tc.dir, 1, tc.asleep, o, defaultTuning())
-		if p.lanes != tc.want || p.evictOut != tc.awake || p.issueFirst != tc.awake {
-			t.Errorf("%d bytes %v, Lanes %d, asleep %v: %d lanes, evict %v, issue first %v; want %d, %v, %v", tc.n, tc.dir, tc.lanes, tc.asleep, p.lanes, p.evictOut, p.issueFirst, tc.want, tc.awake, tc.awake)
+		if p.lanes != tc.want || p.backToBack != tc.awake {
+			t.Errorf("%d bytes %v, Lanes %d, asleep %v: %d lanes, back to back %v; want %d, %v", tc.n, tc.dir, tc.lanes, tc.asleep, p.lanes, p.backToBack, tc.want, tc.awake)
 		}
 	}
 	// Another tuning's share, and none.
