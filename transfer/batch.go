@@ -74,9 +74,9 @@ func (q *issueQueue) busy(depth int) bool {
 func (c *Copier) batching(d Direction) bool { return c.tune.batchMax[d] > 1 && c.canBatch.Load() }
 
 // issueChunk hands the copy of host, the chunk at offset off of o, to the
-// issue queue: it parks the chunk when mayPark, the stream is busy and the queue
-// holds fewer than batchMax-1 tickets, and otherwise issues it at once
-// with the tickets parked before it. The error is that of an issue this
+// issue queue: it parks the chunk when mayPark, the stream is busy and the
+// queue holds fewer than batchMax-1 tickets, and otherwise issues it at
+// once with the tickets parked before it. The error is that of an issue this
 // call made of the ticket; a parked ticket's issue error is the one its
 // wait returns.
 func (c *Copier) issueChunk(o op, off int, host []byte, mayPark bool) (*ticket, error) {

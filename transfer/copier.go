@@ -22,7 +22,8 @@ import (
 // any of them except where noted:
 //
 //	Copier.mu (write: Close only)       guards closed; Close waits for inflight after releasing it
-//	issuing[d] (issueLock)              held around a chunk's driver calls and the issue queue of direction d; one at a time; under it: events.mu, runState.mu
+//	issuing[d] (issueLock)              held around a chunk's driver calls and direction d's issue queue
+//	                                    by one goroutine at a time; under it: events.mu, runState.mu
 //	registry.mu                         held alone, never while copying
 //	runState.mu, events.mu, quickStreams.mu, chunkedRun.shareMu   leaves: nothing is taken under them
 //

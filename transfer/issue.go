@@ -70,8 +70,9 @@ func (c *Copier) queueAndRecord(s stream, ev event, partial bool, enqueue func()
 // own streams, window and lanes: transfers both ways at once
 // (docs/results/2026-12-01-both-ways.md). A lane waiting here yields its
 // processor to other goroutines but keeps its thread awake, since a
-// sleeping thread would take longer to wake than the lock is held. In the package's lock order
-// (see Copier) it comes before events.mu and runState.mu.
+// sleeping thread would take longer to wake than the lock is held. In the
+// package's lock order (see Copier) it comes before events.mu and
+// runState.mu.
 type issueLock struct{ held atomic.Bool }
 
 func (l *issueLock) lock() {
