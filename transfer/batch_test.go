@@ -63,8 +63,8 @@ func TestBatchedChunks(t *testing.T) {
 				if batched > 2*uint64(calls) {
 					t.Errorf("%d chunks in %d batches: more than batchMax (2) to a batch", batched, calls)
 				}
-				if st := e.c.Stats(); st.StagingBytes != 0 {
-					t.Errorf("%d bytes of staging held after the transfers", st.StagingBytes)
+				if n := settledStaging(e.c); n != 0 {
+					t.Errorf("%d bytes of staging held after the transfers", n)
 				}
 			})
 		}
@@ -310,8 +310,8 @@ func TestBatchRefused(t *testing.T) {
 			if got := e.c.stats.parked.Load(); got != parked {
 				t.Errorf("%d chunks parked after the refusal", got-parked)
 			}
-			if st.StagingBytes != 0 {
-				t.Errorf("%d bytes of staging held after the transfers", st.StagingBytes)
+			if n := settledStaging(e.c); n != 0 {
+				t.Errorf("%d bytes of staging held after the transfers", n)
 			}
 		})
 	}
@@ -351,8 +351,8 @@ func TestBatchRefusedCopiesFail(t *testing.T) {
 	if e.c.stats.batched.Load() == 0 {
 		t.Error("no chunk batched once the driver took batches again")
 	}
-	if st := e.c.Stats(); st.StagingBytes != 0 {
-		t.Errorf("%d bytes of staging held after the transfers", st.StagingBytes)
+	if n := settledStaging(e.c); n != 0 {
+		t.Errorf("%d bytes of staging held after the transfers", n)
 	}
 }
 

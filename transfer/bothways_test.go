@@ -98,8 +98,8 @@ func TestBothWaysPeakStaging(t *testing.T) {
 	if st.PeakStaging <= st.WindowBytes {
 		t.Errorf("peak staging %d: both directions at once never held more than one window (%d)", st.PeakStaging, st.WindowBytes)
 	}
-	if st.StagingBytes != 0 {
-		t.Errorf("%d bytes of staging held after the transfers", st.StagingBytes)
+	if n := settledStaging(e.c); n != 0 {
+		t.Errorf("%d bytes of staging held after the transfers", n)
 	}
 }
 

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/pinpool/pinpool"
 )
@@ -16,6 +17,15 @@ import (
 //   - device to host, the caller issues every chunk's copy first, then
 //     waits for them in order and announces each one as it lands; the lanes
 //     copy each chunk's stripes out once it is announced.
+//
+// Device to host, back to back (plan.backToBack), the staging is evicted
+// from the CPU caches after the copy-out. When the transfer is the only
+// one staging in its direction (plan.streamOut), its caller does not wait
+// for that (the handoff): it returns once every stripe is copied out, and
+// the last of the transfer's goroutines to finish evicts the caller's
+// stripes and gives the staging back (lastOut). An eviction takes about as
+// long as the copy-out; waiting for it had the caller wait for the last
+// chunk twice (docs/results/2026-12-01-staged-bound.md, section 5).
 
 // coopRun is the shared state of one cooperative transfer.
 type coopRun struct {
@@ -33,6 +43,14 @@ type coopRun struct {
 	next    atomic.Int64   // next stripe to claim
 	landed  atomic.Int64   // device to host: chunks whose copy has completed
 	issued  atomic.Int64   // bytes issued
+
+	// handoff (see above), then the stripes copied out, the caller and the
+	// joined lanes still at work (lastOut is the last one's), and the
+	// caller's stripes, for lastOut to evict.
+	handoff  bool
+	copied   atomic.Int64
+	owners   atomic.Int32
+	leftover [][]byte
 	runState
 }
 
@@ -44,6 +62,8 @@ func (c *Copier) coop(ctx context.Context, o op, p plan) (bool, error) {
 	if !r.take() {
 		return false, nil
 	}
+	r.handoff = p.backToBack && p.streamOut
+	r.owners.Store(1)
 	for i := range p.chunks {
 		r.left[i].Store(int32(p.stripesOf(i)))
 	}
@@ -127,9 +147,47 @@ func (r *coopRun) run() {
 		}
 		r.landed.Store(int64(p.chunks) + 1) // wake any lane still waiting: done or failed
 	}
-	r.lane()
-	r.endJoins(c.lanes[o.dir].endSpinFor())
+	r.laneOf(true)
+	spin := c.lanes[o.dir].endSpinFor()
+	if r.handoff && failed < 0 && r.handOff(spin) {
+		return
+	}
+	r.endJoins(spin)
+	for _, b := range r.leftover { // the handoff did not happen
+		evictBytes(b)
+	}
 	r.finish(settled, failed)
+}
+
+// handOff spins, after the caller's own lane, for up to spin until every
+// stripe is copied out. Copied out, it closes the transfer to lanes that
+// have not joined, leaves the eviction and the staging to the lanes still
+// at work (or does it, if none is), and reports true: the caller may
+// return. Stopped, or with stripes still being copied (a lane that lost
+// its processor), it reports false, and the caller waits for the lanes,
+// asleep after the same spin, and finishes as usual.
+func (r *coopRun) handOff(spin time.Duration) bool {
+	stripes := int64(r.p.stripes)
+	if !spinUntil(func() bool { return r.copied.Load() == stripes || r.stop.Load() }, spin) || r.stop.Load() {
+		return false
+	}
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	if r.owners.Add(-1) == 0 {
+		r.lastOut()
+	}
+	return true
+}
+
+// lastOut evicts the caller's stripes and gives back the staging: the
+// work of the last of a back-to-back download's goroutines to finish,
+// every copy having landed and every stripe been copied out.
+func (r *coopRun) lastOut() {
+	for _, b := range r.leftover {
+		evictBytes(b)
+	}
+	r.finish(r.p.chunks, -1)
 }
 
 // finish waits for every chunk whose copy was issued and is not settled
@@ -191,17 +249,20 @@ func (r *coopRun) queue(i int) bool {
 	return true
 }
 
-// lane copies stripes until none is left or the transfer stops.
-func (r *coopRun) lane() {
+// laneOf copies stripes until none is left or the transfer stops; caller
+// tells whether it runs on the transfer's caller.
+func (r *coopRun) laneOf(caller bool) {
 	o := r.o
 	r.c.stats.lanes.Add(1)
 	for !r.stop.Load() {
-		if err := r.ctx.Err(); err != nil {
-			r.fail(cancelErr(o, int(r.issued.Load()), err))
-			return
-		}
 		s := int(r.next.Add(1) - 1)
 		if s >= r.p.stripes {
+			return
+		}
+		// After the claim: a lane with no stripe left must not fail a
+		// transfer whose caller may have returned (handOff).
+		if err := r.ctx.Err(); err != nil {
+			r.fail(cancelErr(o, int(r.issued.Load()), err))
 			return
 		}
 		i, lo, hi := r.p.stripeRange(s)
@@ -222,11 +283,44 @@ func (r *coopRun) lane() {
 			return
 		}
 		copyOut(o.host[lo:hi], b, r.p.streamOut)
-		if r.p.backToBack {
+		if !r.p.backToBack {
+			continue
+		}
+		if !r.handoff {
+			evictBytes(b)
+			continue
+		}
+		r.copied.Add(1)
+		if caller {
+			r.leftover = append(r.leftover, b)
+		} else {
 			evictBytes(b)
 		}
 	}
 }
 
-// join runs a lane of r on a standing lane.
-func (r *coopRun) join() { r.joinLane(r.lane) }
+// join runs a lane of r on a standing lane. In a handoff, the lane is one
+// of the transfer's owners: the last owner to finish gives back the
+// staging.
+func (r *coopRun) join() {
+	if !r.handoff {
+		r.joinLane(func() { r.laneOf(false) })
+		return
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.joined.Add(1)
+	r.in.Add(1)
+	r.owners.Add(1)
+	r.mu.Unlock()
+	r.laneOf(false)
+	r.in.Add(-1)
+	r.joined.Done()
+	if r.owners.Add(-1) == 0 {
+		r.c.stats.handedOff.Add(1)
+		r.lastOut()
+	}
+}

@@ -49,8 +49,8 @@ func coopSizes(t *testing.T, lanes int, tu tuning) {
 				t.Fatal(err)
 			}
 			sameBytes(t, "round trip", back, src)
-			if st := e.c.Stats(); st.StagingBytes != 0 {
-				t.Errorf("%d bytes of staging held after the transfers", st.StagingBytes)
+			if n := settledStaging(e.c); n != 0 {
+				t.Errorf("%d bytes of staging held after the transfers", n)
 			}
 		})
 	}
@@ -181,8 +181,8 @@ func TestCoopCancel(t *testing.T) {
 			}
 		}
 	}
-	if st := e.c.Stats(); st.StagingBytes != 0 {
-		t.Errorf("%d bytes of staging held", st.StagingBytes)
+	if n := settledStaging(e.c); n != 0 {
+		t.Errorf("%d bytes of staging held", n)
 	}
 	t.Logf("%d of 200 cancelled", cancelled)
 }

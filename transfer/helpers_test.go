@@ -101,6 +101,19 @@ func (e *env) checkPool(noRetired bool) {
 	}
 }
 
+// settledStaging is the copier's staging in bytes once it holds none, or
+// after 2 s: a download that followed another closely may return before
+// its lanes have given its staging back (the handoff, coop.go).
+func settledStaging(c *Copier) int64 {
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		n := c.Stats().StagingBytes
+		if n == 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
 // waitGoroutines waits (bounded) until no more goroutines run than before,
 // not counting the signal loop that fuzzing starts (os/signal), which
 // outlives every test.

@@ -505,8 +505,10 @@ func TestGPUStagedCancel(t *testing.T) {
 				}
 				quiet := func(what string) {
 					t.Helper()
-					if st := c.Stats(); st.StagingBytes != 0 {
-						t.Fatalf("%s: %d staging bytes still held after the call returned", what, st.StagingBytes)
+					// A download's lanes may give its staging back just
+					// after it returns (the handoff, coop.go).
+					if n := settledStaging(c); n != 0 {
+						t.Fatalf("%s: %d staging bytes still held after the call returned", what, n)
 					}
 					if st := g.pool.Stats(); st.BytesInUse != 0 {
 						t.Fatalf("%s: %d pool bytes in use after the call returned", what, st.BytesInUse)

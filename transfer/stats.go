@@ -17,7 +17,7 @@ type Stats struct {
 	Chunks          uint64        // staging chunks issued
 	StagingWaits    uint64        // chunks that waited for a window slot
 	StagingWaitTime time.Duration // total time spent waiting for one
-	StagingBytes    int64         // staging memory held now, both directions (whole chunks)
+	StagingBytes    int64         // staging memory held now, both directions (whole chunks); a download that follows another closely gives its staging back just after it returns
 	PeakStaging     int64         // the most staging memory held at once, both directions
 	WindowBytes     int64         // one direction's bound: slots * ChunkSize (both ways at once: twice this)
 
@@ -89,6 +89,7 @@ type counters struct {
 	parked           atomic.Uint64 // chunks parked in an issue queue (batch.go)
 	batched          atomic.Uint64 // chunks issued in batches of two or more
 	batchFallbacks   atomic.Uint64 // batches the driver refused (batch.go)
+	handedOff        atomic.Uint64 // downloads whose staging a lane gave back after the caller returned (coop.go)
 	failed, canceled atomic.Uint64
 	lastMu           sync.Mutex
 	last             LastTransfer
