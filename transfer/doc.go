@@ -51,6 +51,8 @@
 // BenchmarkTransfer), and the CPU time that staging costs beside the
 // driver's own copy are in docs/results/2026-12-01-paced-frames.md,
 // docs/results/2026-12-01-paced-round-trips.md (downloads and round trips),
+// docs/results/2026-12-01-staged-bound.md (the bound of a staged copy on
+// that host, and downloads back to back),
 // docs/results/2026-12-01-transfer-shape.md and
 // docs/results/2026-11-30-transfers-at-scale.md.
 //

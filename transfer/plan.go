@@ -55,8 +55,13 @@ type plan struct {
 	//     out (evictBytes), so that the next DMA into it, which comes at
 	//     once, need not chase its lines there. A paced stream reuses the
 	//     staging milliseconds later; there the eviction cost CPU time and
-	//     made each frame slower, not faster.
-	// (docs/results/2026-12-01-paced-round-trips.md has the figures.)
+	//     made each frame slower, not faster;
+	//   - with streamOut too (the transfer stages alone), the caller does
+	//     not wait for the eviction: it returns once its bytes are copied
+	//     out, and its lanes evict and give the staging back (the handoff,
+	//     coop.go).
+	// (docs/results/2026-12-01-paced-round-trips.md and, for the handoff,
+	// docs/results/2026-12-01-staged-bound.md have the figures.)
 	backToBack bool
 
 	// chunked mode
