@@ -25,9 +25,15 @@ import (
 // for lanes busy with the other way nor splits its lanes with it, and the
 // gap rule below looks at one direction's transfers.
 type standingLanes struct {
-	jobs chan job
-	spin time.Duration
-	quit chan struct{}
+	// board holds the offers that spinning lanes take without a lock
+	// (offerBoard); jobs the ones it had no room for, and wake a token
+	// for each lane asleep that an offer on the board needs.
+	board    offerBoard
+	jobs     chan job
+	wake     chan struct{}
+	sleeping atomic.Int32 // lanes asleep in next, or about to be
+	spin     time.Duration
+	quit     chan struct{}
 	// quitting is set before quit is closed, for the spin to look at.
 	quitting atomic.Bool
 	wg       sync.WaitGroup
@@ -85,7 +91,7 @@ type job interface{ join() }
 // newStandingLanes starts n lanes that spin for up to spin (none when it
 // is not positive) before they sleep.
 func newStandingLanes(n int, spin time.Duration) *standingLanes {
-	l := &standingLanes{jobs: make(chan job, max(n, 1)), spin: spin, quit: make(chan struct{})}
+	l := &standingLanes{jobs: make(chan job, max(n, 1)), wake: make(chan struct{}, max(n, 1)), spin: spin, quit: make(chan struct{})}
 	l.lastEnd.Store(math.MinInt64 / 2) // no transfer yet: an endless gap
 	l.lastGap.Store(math.MaxInt64)
 	for range n {
@@ -109,37 +115,86 @@ func (l *standingLanes) work() {
 // before it sleeps; ok is false once the lanes are stopped.
 func (l *standingLanes) next() (j job, ok bool) {
 	poll := func() bool {
-		// A look at the queue's length and a flag first: a select takes
-		// the channels' locks, which the caller's offer then waits for.
-		if len(l.jobs) == 0 && !l.quitting.Load() {
+		if l.quitting.Load() {
+			return true
+		}
+		if j = l.board.take(); j != nil {
+			ok = true
+			return true
+		}
+		// A look at the queue's length first: a receive takes the
+		// channel's lock.
+		if len(l.jobs) == 0 {
 			return false
 		}
 		select {
 		case j = <-l.jobs:
 			ok = true
 			return true
-		case <-l.quit:
-			return true
 		default:
 			return false
 		}
 	}
-	if spinUntil(poll, l.spinFor()) {
-		return j, ok
-	}
-	select {
-	case j = <-l.jobs:
-		return j, true
-	case <-l.quit:
-		return nil, false
+	for {
+		if spinUntil(poll, l.spinFor()) {
+			return j, ok
+		}
+		if testHookBeforeSleep != nil {
+			testHookBeforeSleep()
+		}
+		// Counted as asleep before the last look at the board: an offer
+		// published after that look sees the count and wakes a lane.
+		l.sleeping.Add(1)
+		if poll() {
+			l.sleeping.Add(-1)
+			return j, ok
+		}
+		select {
+		case j = <-l.jobs:
+			l.sleeping.Add(-1)
+			return j, true
+		case <-l.wake:
+			l.sleeping.Add(-1)
+			// The offer that woke this lane may be taken already: look
+			// again, spinning as after a transfer.
+		case <-l.quit:
+			l.sleeping.Add(-1)
+			return nil, false
+		}
 	}
 }
 
-// offer asks for up to n lanes for j without waiting: it returns once the
-// offers are queued or the queue is full (the lanes busy with other
-// transfers); lanes that take an offer after j's caller has finished its
-// own lane drop it.
+// testHookBeforeSleep, when set (by a test, before the lanes start), runs
+// in a lane that found no offer, before it counts itself asleep: it widens
+// the window in which an offer can be published unseen.
+var testHookBeforeSleep func()
+
+// offer asks for up to n lanes for j without waiting. It puts the offer
+// on the board, where spinning lanes take it without a lock, and wakes as
+// many sleeping lanes as it needs; with no room on the board it queues
+// the offers on the channel instead, as many as fit (the lanes busy with
+// other transfers). Lanes that take an offer after j's caller has
+// finished its own lane drop it.
+//
+// Offers used to go through the channel only. Seven spinning lanes then
+// contended for its lock with the caller, and a lock that its waiters
+// sleep on, the runtime's, wakes them one by one: the lanes joined a
+// frame over 10-70 µs although all of them were spinning
+// (docs/results/2026-12-01-staged-bound.md, section 6).
 func (l *standingLanes) offer(j job, n int) {
+	if n <= 0 {
+		return
+	}
+	if l.board.put(j, n) {
+		for range min(n, int(l.sleeping.Load())) {
+			select {
+			case l.wake <- struct{}{}:
+			default:
+				return
+			}
+		}
+		return
+	}
 	for range n {
 		select {
 		case l.jobs <- j:
@@ -147,6 +202,50 @@ func (l *standingLanes) offer(j job, n int) {
 			return
 		}
 	}
+}
+
+// offerBoard is a few slots of offers that lanes take without a lock:
+// each offer is a job and a count of lanes it still wants.
+type offerBoard struct {
+	slots [4]atomic.Pointer[boardOffer]
+}
+
+type boardOffer struct {
+	j    job
+	left atomic.Int32
+}
+
+// put publishes an offer of j to n lanes in a free slot, and reports
+// false when none is free.
+func (b *offerBoard) put(j job, n int) bool {
+	o := &boardOffer{j: j}
+	o.left.Store(int32(n))
+	for i := range b.slots {
+		if b.slots[i].Load() == nil && b.slots[i].CompareAndSwap(nil, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// take claims one lane of an offer on the board and returns its job, or
+// nil when the board is empty. The lane that takes an offer's last lane,
+// or finds it taken, frees its slot.
+func (b *offerBoard) take() job {
+	for i := range b.slots {
+		o := b.slots[i].Load()
+		if o == nil {
+			continue
+		}
+		left := o.left.Add(-1)
+		if left <= 0 {
+			b.slots[i].CompareAndSwap(o, nil)
+		}
+		if left >= 0 {
+			return o.j
+		}
+	}
+	return nil
 }
 
 // stop ends the lanes and waits for them; transfers must be over.

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,10 +50,10 @@ func TestLanesStaleOffer(t *testing.T) {
 	r.closed = true
 	l.offer(r, 2)
 	deadline := time.Now().Add(5 * time.Second)
-	for len(l.jobs) > 0 && time.Now().Before(deadline) {
+	for (len(l.jobs) > 0 || !l.board.empty()) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if len(l.jobs) > 0 {
+	if len(l.jobs) > 0 || !l.board.empty() {
 		t.Fatal("offers not taken")
 	}
 	// More offers than the queue holds do not block.
@@ -248,5 +249,144 @@ func TestLanesHalfWhenAsleep(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameBytes(t, "back", back, src)
+	}
+}
+
+// empty reports whether no offer is on the board.
+func (b *offerBoard) empty() bool {
+	for i := range b.slots {
+		if b.slots[i].Load() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// markJob counts the lanes that took it; each waits in join until
+// release is closed.
+type markJob struct {
+	joined  atomic.Int32
+	release chan struct{}
+}
+
+func (m *markJob) join() {
+	m.joined.Add(1)
+	<-m.release
+}
+
+// TestOfferBoard checks the board alone: an offer to n lanes is taken n
+// times and then frees its slot; a full board refuses an offer; and
+// offers put and taken from many goroutines at once are each taken
+// exactly as often as they asked, never more.
+func TestOfferBoard(t *testing.T) {
+	var b offerBoard
+	j := &markJob{}
+	if !b.put(j, 3) {
+		t.Fatal("put on an empty board failed")
+	}
+	for i := range 3 {
+		if got := b.take(); got != j {
+			t.Fatalf("take %d: %v, want the offer", i, got)
+		}
+	}
+	if got := b.take(); got != nil || !b.empty() {
+		t.Fatalf("after three takes of an offer to three: take %v, board empty %v", got, b.empty())
+	}
+	for i := range len(b.slots) {
+		if !b.put(j, 1) {
+			t.Fatalf("put %d failed with free slots", i)
+		}
+	}
+	if b.put(j, 1) {
+		t.Fatal("put on a full board succeeded")
+	}
+	for b.take() != nil {
+	}
+
+	const producers, consumers, offers = 4, 8, 2000
+	type tally struct {
+		want  int32
+		taken atomic.Int32
+	}
+	jobs := make(map[job]*tally)
+	var mu sync.Mutex
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range consumers {
+		wg.Go(func() {
+			for {
+				if j := b.take(); j != nil {
+					mu.Lock()
+					tl := jobs[j]
+					mu.Unlock()
+					tl.taken.Add(1)
+					continue
+				}
+				if done.Load() && b.empty() {
+					return
+				}
+				runtime.Gosched()
+			}
+		})
+	}
+	var pw sync.WaitGroup
+	for p := range producers {
+		pw.Go(func() {
+			for i := range offers / producers {
+				j := &markJob{}
+				tl := &tally{want: int32(1 + (p+i)%5)}
+				mu.Lock()
+				jobs[j] = tl
+				mu.Unlock()
+				for !b.put(j, int(tl.want)) {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	pw.Wait()
+	done.Store(true)
+	wg.Wait()
+	for _, tl := range jobs {
+		if got := tl.taken.Load(); got != tl.want {
+			t.Fatalf("an offer to %d lanes was taken %d times", tl.want, got)
+		}
+	}
+}
+
+// TestLanesNoLostWakeup offers jobs to lanes that never spin, again and
+// again, while they go back to sleep from the last one: every offer must
+// wake as many lanes as it asked for. An offer published while a lane is
+// between its last look and its sleep is the race this tries to lose.
+func TestLanesNoLostWakeup(t *testing.T) {
+	const lanes, rounds = 3, 2000
+	var looks atomic.Int64
+	testHookBeforeSleep = func() {
+		// Every other lane waits a little between its last look and its
+		// sleep, where an offer may come.
+		if looks.Add(1)%2 == 0 {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	l := newStandingLanes(lanes, -1)
+	defer func() {
+		l.stop()
+		testHookBeforeSleep = nil
+	}()
+	for i := range rounds {
+		m := &markJob{release: make(chan struct{})}
+		l.offer(m, lanes)
+		deadline := time.Now().Add(5 * time.Second)
+		for m.joined.Load() < lanes {
+			if time.Now().After(deadline) {
+				close(m.release) // let the lanes that joined go, for stop
+				t.Fatalf("round %d: %d of %d lanes joined after 5 s", i, m.joined.Load(), lanes)
+			}
+			runtime.Gosched()
+		}
+		close(m.release)
+		if i%7 == 0 {
+			time.Sleep(time.Duration(i%50) * time.Microsecond)
+		}
 	}
 }
