@@ -307,18 +307,11 @@ func (r *coopRun) join() {
 		r.joinLane(func() { r.laneOf(false) })
 		return
 	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	if !r.enter(&r.owners) {
 		return
 	}
-	r.joined.Add(1)
-	r.in.Add(1)
-	r.owners.Add(1)
-	r.mu.Unlock()
 	r.laneOf(false)
-	r.in.Add(-1)
-	r.joined.Done()
+	r.exit()
 	if r.owners.Add(-1) == 0 {
 		r.c.stats.handedOff.Add(1)
 		r.lastOut()

@@ -293,17 +293,35 @@ func (s *runState) fail(err error) {
 // already finished its own lane (then all the work is claimed, and the
 // offer is stale).
 func (s *runState) joinLane(lane func()) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.enter(nil) {
 		return
+	}
+	defer s.exit()
+	lane()
+}
+
+// enter counts a standing lane into the transfer, unless its caller has
+// closed it to lanes, and reports whether it did. owners, when not nil,
+// counts the lane as an owner too, under the same lock as the closing
+// (the handoff, coop.go).
+func (s *runState) enter(owners *atomic.Int32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
 	}
 	s.joined.Add(1)
 	s.in.Add(1)
-	s.mu.Unlock()
-	defer s.joined.Done()
-	defer s.in.Add(-1)
-	lane()
+	if owners != nil {
+		owners.Add(1)
+	}
+	return true
+}
+
+// exit counts a lane that entered out again.
+func (s *runState) exit() {
+	s.in.Add(-1)
+	s.joined.Done()
 }
 
 // endJoins stops standing lanes from joining and waits for those that
