@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -388,5 +389,36 @@ func TestLanesNoLostWakeup(t *testing.T) {
 		if i%7 == 0 {
 			time.Sleep(time.Duration(i%50) * time.Microsecond)
 		}
+	}
+}
+
+// BenchmarkLanesOffer times an offer to spinning standing lanes, from the
+// call until every lane asked for has taken it, for one,
+// three and seven lanes where the processors allow (join-ns/offer): the
+// latency with which a transfer's lanes join it when transfers come back
+// to back.
+func BenchmarkLanesOffer(b *testing.B) {
+	released := make(chan struct{})
+	close(released)
+	for _, lanes := range []int{1, 3, 7} {
+		if lanes >= runtime.GOMAXPROCS(0) {
+			continue
+		}
+		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
+			l := newStandingLanes(lanes, time.Second)
+			defer l.stop()
+			var took time.Duration
+			for b.Loop() {
+				l.arrive() // back to back: the lanes spin between offers
+				m := &markJob{release: released}
+				t0 := time.Now()
+				l.offer(m, lanes)
+				for m.joined.Load() < int32(lanes) {
+				}
+				took += time.Since(t0)
+				l.leave()
+			}
+			b.ReportMetric(float64(took.Nanoseconds())/float64(b.N), "join-ns/offer")
+		})
 	}
 }
