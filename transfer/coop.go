@@ -44,10 +44,9 @@ type coopRun struct {
 	landed  atomic.Int64   // device to host: chunks whose copy has completed
 	issued  atomic.Int64   // bytes issued
 
-	// handoff (see above), then the stripes copied out, the caller and the
-	// joined lanes still at work (lastOut is the last one's), and the
-	// caller's stripes, for lastOut to evict.
-	handoff  bool
+	// The handoff (see above, plan.handoff): the stripes copied out, the
+	// caller and the joined lanes still at work (lastOut is the last
+	// one's), and the caller's stripes, for lastOut to evict.
 	copied   atomic.Int64
 	owners   atomic.Int32
 	leftover [][]byte
@@ -62,7 +61,6 @@ func (c *Copier) coop(ctx context.Context, o op, p plan) (bool, error) {
 	if !r.take() {
 		return false, nil
 	}
-	r.handoff = p.backToBack && p.streamOut
 	r.owners.Store(1)
 	for i := range p.chunks {
 		r.left[i].Store(int32(p.stripesOf(i)))
@@ -149,7 +147,7 @@ func (r *coopRun) run() {
 	}
 	r.laneOf(true)
 	spin := c.lanes[o.dir].endSpinFor()
-	if r.handoff && failed < 0 && r.handOff(spin) {
+	if p.handoff() && failed < 0 && r.handOff(spin) {
 		return
 	}
 	r.endJoins(spin)
@@ -286,7 +284,7 @@ func (r *coopRun) laneOf(caller bool) {
 		if !r.p.backToBack {
 			continue
 		}
-		if !r.handoff {
+		if !r.p.handoff() {
 			evictBytes(b)
 			continue
 		}
@@ -303,7 +301,7 @@ func (r *coopRun) laneOf(caller bool) {
 // of the transfer's owners: the last owner to finish gives back the
 // staging.
 func (r *coopRun) join() {
-	if !r.handoff {
+	if !r.p.handoff() {
 		r.joinLane(func() { r.laneOf(false) })
 		return
 	}

@@ -150,6 +150,11 @@ func (p *plan) stripeRange(i int) (chunk, lo, hi int) {
 	return chunk, min(lo, hi), hi
 }
 
+// handoff reports whether the caller of a cooperative download returns
+// before its lanes have evicted and given back the staging: back to back
+// (the eviction) and staging alone (backToBack, coop.go).
+func (p *plan) handoff() bool { return p.backToBack && p.streamOut }
+
 // chunkRange is the byte range [lo, hi) of the transfer that chunk i
 // covers.
 func (p *plan) chunkRange(i int) (lo, hi int) {
