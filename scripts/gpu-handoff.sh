@@ -25,7 +25,6 @@ status=0
 . scripts/machine-info.sh
 machine_info "$d"/*.test >"$out/machine.txt" 2>&1
 t0=$(date +%s)
-step() { echo "$1 after $(($(date +%s) - t0))s, status $status" >>"$out/machine.txt"; }
 "$d/transfer.test" -test.run GPU -test.count 1 -test.timeout 200s >"$out/tests.txt" 2>&1 || status=1
 "$d/multigpu.test" -test.run . -test.count 1 -test.timeout 120s >>"$out/tests.txt" 2>&1 || status=1
 step tests

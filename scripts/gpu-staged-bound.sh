@@ -33,7 +33,6 @@ status=0
 . scripts/machine-info.sh
 machine_info "$d"/*.test "$d/pinpool" >"$out/machine.txt" 2>&1
 t0=$(date +%s)
-step() { echo "$1 after $(($(date +%s) - t0))s, status $status" >>"$out/machine.txt"; }
 if [ "${1:-grid}" = focus ]; then
 	nvcc -O3 -std=c++17 -Xcompiler -O3,-mavx2,-pthread -o /tmp/staged scripts/ref/staged.cpp >"$out/ref-build.txt" 2>&1 || exit 1
 	for round in 1 2 3; do

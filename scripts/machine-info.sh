@@ -8,3 +8,8 @@ machine_info() {
 	lscpu | grep -E 'Model name|L2 cache|L3 cache'
 	sha1sum "$@"
 }
+
+# step NAME appends to $out/machine.txt how long the run has taken since
+# $t0 and its $status once step NAME is done: the measurement scripts'
+# progress line.
+step() { echo "$1 after $(($(date +%s) - t0))s, status $status" >>"$out/machine.txt"; }
