@@ -17,9 +17,13 @@ type Stats struct {
 	Chunks          uint64        // staging chunks issued
 	StagingWaits    uint64        // chunks that waited for a window slot
 	StagingWaitTime time.Duration // total time spent waiting for one
-	StagingBytes    int64         // staging memory held now, both directions (whole chunks); a download that follows another closely gives its staging back just after it returns
-	PeakStaging     int64         // the most staging memory held at once, both directions
-	WindowBytes     int64         // one direction's bound: slots * ChunkSize (both ways at once: twice this)
+	// StagingBytes is the staging memory held now, both directions (whole
+	// chunks). A download that follows another closely may return before
+	// its goroutines give its staging back, which they do microseconds
+	// later.
+	StagingBytes int64
+	PeakStaging  int64 // the most staging memory held at once, both directions
+	WindowBytes  int64 // one direction's bound: slots * ChunkSize (both ways at once: twice this)
 
 	// BatchFallbacks counts the batches of chunks that the driver refused
 	// and then took copy by copy. From the first, the copier issues every
