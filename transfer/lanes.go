@@ -149,18 +149,20 @@ func (l *standingLanes) next() (j job, ok bool) {
 			l.sleeping.Add(-1)
 			return j, ok
 		}
+		woken := false
 		select {
 		case j = <-l.jobs:
-			l.sleeping.Add(-1)
-			return j, true
+			ok = true
 		case <-l.wake:
-			l.sleeping.Add(-1)
-			// The offer that woke this lane may be taken already: look
-			// again, spinning as after a transfer.
+			woken = true
 		case <-l.quit:
-			l.sleeping.Add(-1)
-			return nil, false
 		}
+		l.sleeping.Add(-1)
+		if !woken {
+			return j, ok
+		}
+		// The offer that woke this lane may be taken already: look again,
+		// spinning as after a transfer.
 	}
 }
 
