@@ -89,8 +89,6 @@ bench lanes.txt "$d/transfer.test" -test.bench LanesOffer -test.benchtime 0.5s -
 bench lanes.txt "$d/transfer.test" -test.bench LanesWake -test.benchtime 30x -test.count 3
 step lanes
 
-cp "$d/pinpool" /tmp/pinpool && chmod 755 /tmp/pinpool
-prlimit --memlock=8388608:8388608 setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all \
-	/tmp/pinpool bench --sizes 4KiB,1MiB,64MiB --repeats 2 --copy-sizes 1MiB --pool-time 50ms >"$logs/nobody.txt" 2>&1 || status=1
+bench_as_nobody "$d/pinpool" "$logs/nobody.txt" || status=1
 step nobody
 exit $status

@@ -59,8 +59,6 @@ done
 step trace
 python3 scripts/ref/torch_h2d.py 9 >"$out/torch.txt" 2>&1 || status=1
 step torch
-cp "$d/pinpool" /tmp/pinpool && chmod 755 /tmp/pinpool
-prlimit --memlock=8388608:8388608 setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all \
-	/tmp/pinpool bench --sizes 4KiB,1MiB,64MiB --repeats 2 --copy-sizes 1MiB --pool-time 50ms >"$out/nobody.txt" 2>&1 || status=1
+bench_as_nobody "$d/pinpool" "$out/nobody.txt" || status=1
 step nobody
 exit $status

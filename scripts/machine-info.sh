@@ -1,3 +1,5 @@
+# The GPU measurement scripts' shared helpers.
+#
 # machine_info FILE... prints what a GPU run's logs need to name its
 # machine: the date, host, kernel, CPUs, GPU and link, the CPU's caches,
 # and the checksums of FILE... (the binaries that ran). Sourced by the
@@ -13,3 +15,13 @@ machine_info() {
 # $t0 and its $status once step NAME is done: the measurement scripts'
 # progress line.
 step() { echo "$1 after $(($(date +%s) - t0))s, status $status" >>"$out/machine.txt"; }
+
+# bench_as_nobody PINPOOL FILE runs the README's main job, pinpool bench
+# (a short plan), as user nobody with an 8 MiB memlock limit, from a copy
+# of the binary PINPOOL that nobody may run, into FILE; its status is
+# bench's.
+bench_as_nobody() {
+	cp "$1" /tmp/pinpool && chmod 755 /tmp/pinpool &&
+		prlimit --memlock=8388608:8388608 setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all \
+			/tmp/pinpool bench --sizes 4KiB,1MiB,64MiB --repeats 2 --copy-sizes 1MiB --pool-time 50ms >"$2" 2>&1
+}

@@ -83,16 +83,9 @@ func BenchmarkAfterPause(b *testing.B) {
 					if err := p.c.run(ctx, o, false); err != nil {
 						b.Fatal(err)
 					}
-					s := tr.summary(time.Since(t0))
-					sum.first += s.first
-					sum.last += s.last
-					sum.total += s.total
+					sum.add(tr.summary(time.Since(t0)))
 				}
-				us := func(v time.Duration) float64 { return float64(v.Microseconds()) / float64(b.N) }
-				b.ReportMetric(float64(n)*float64(b.N)/sum.total.Seconds()/1e9, "GB/s")
-				b.ReportMetric(us(sum.first), "first-us")
-				b.ReportMetric(us(sum.last-sum.first), "span-us")
-				b.ReportMetric(us(sum.total-sum.last), "drain-us")
+				reportTraced(b, sum, n, true)
 			})
 		}
 	}
@@ -140,18 +133,9 @@ func BenchmarkColdSource(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						s := tr.summary(time.Since(t0))
-						sum.first += s.first
-						sum.last += s.last
-						sum.total += s.total
+						sum.add(tr.summary(time.Since(t0)))
 					}
-					us := func(v time.Duration) float64 { return float64(v.Microseconds()) / float64(b.N) }
-					b.ReportMetric(float64(n)*float64(b.N)/sum.total.Seconds()/1e9, "GB/s")
-					if w.c != nil {
-						b.ReportMetric(us(sum.first), "first-us")
-						b.ReportMetric(us(sum.last-sum.first), "span-us")
-						b.ReportMetric(us(sum.total-sum.last), "drain-us")
-					}
+					reportTraced(b, sum, n, w.c != nil)
 				})
 			}
 		}
@@ -169,4 +153,19 @@ func tracedCopier(b *testing.B, g *gpu, tr *trace, o Options) *Copier {
 	}
 	b.Cleanup(func() { c.Close() })
 	return c
+}
+
+// reportTraced reports the GB/s of b.N transfers of n bytes whose traces
+// sum to sum and, when traced (a traced copier ran them), the time per
+// transfer before the first copy was queued (first-us), from the first to
+// the last (span-us) and after the last (drain-us).
+func reportTraced(b *testing.B, sum traceSummary, n int, traced bool) {
+	b.ReportMetric(float64(n)*float64(b.N)/sum.total.Seconds()/1e9, "GB/s")
+	if !traced {
+		return
+	}
+	us := func(v time.Duration) float64 { return float64(v.Microseconds()) / float64(b.N) }
+	b.ReportMetric(us(sum.first), "first-us")
+	b.ReportMetric(us(sum.last-sum.first), "span-us")
+	b.ReportMetric(us(sum.total-sum.last), "drain-us")
 }

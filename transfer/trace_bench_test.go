@@ -130,10 +130,7 @@ func traceTransfers(b *testing.B, c *Copier, tr *trace, d Direction, dev cuda.De
 					timeline = tr.timeline(took)
 				}
 			}
-			sum.first += s.first
-			sum.last += s.last
-			sum.total += s.total
-			sum.bytes += s.bytes
+			sum.add(s)
 		}
 	}
 	us := func(v time.Duration, k int) float64 { return float64(v.Microseconds()) / float64(k) }

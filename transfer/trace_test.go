@@ -62,6 +62,15 @@ type traceSummary struct {
 	bytes, copies      int
 }
 
+// add adds s's times, bytes and copies to t: the sums over transfers.
+func (t *traceSummary) add(s traceSummary) {
+	t.first += s.first
+	t.last += s.last
+	t.total += s.total
+	t.bytes += s.bytes
+	t.copies += s.copies
+}
+
 func (t *trace) summary(total time.Duration) traceSummary {
 	t.mu.Lock()
 	defer t.mu.Unlock()
