@@ -12,14 +12,19 @@ import (
 // BenchmarkColdCopy copies 64 MiB in 2 MiB chunks into a 32 MiB window
 // of "staging" (ordinary memory, reused round robin) with 1 to 15
 // goroutines at once, the way a chunked upload's lanes do: the CPU side
-// of a staged upload, without a GPU. The source is the same 64 MiB every
-// time ("warm": it stays in the last-level cache), the same 64 MiB after
-// the process slept 2, 10 or 35 ms ("after-35ms"), after 35 ms in which k
-// goroutines kept their processors busy without touching memory
-// ("busy-35ms"), after 35 ms asleep and one goroutine's touch of a byte
-// in each 4 KiB page of the source and the staging ("touched-35ms"; the
-// touch is timed apart, touch-us), or the next 64 MiB of a 1 GiB buffer
-// ("cold": read from memory). It reports GB/s of the copies alone.
+// of a staged upload, without a GPU. The source is:
+//   - warm: the same 64 MiB every time, which stays in the last-level
+//     cache;
+//   - after-2ms, after-10ms, after-35ms: the same 64 MiB after the process
+//     slept that long;
+//   - busy-35ms: the same, after 35 ms in which the copying goroutines
+//     kept their processors busy without touching memory;
+//   - touched-35ms: the same, after 35 ms asleep and one goroutine's read
+//     of a byte in each 4 KiB page of the source and the staging (timed
+//     apart: touch-us);
+//   - cold: the next 64 MiB of a 1 GiB buffer, read from memory.
+//
+// It reports GB/s of the copies alone.
 func BenchmarkColdCopy(b *testing.B) {
 	const n, chunk, window, total = 64 << 20, 2 << 20, 32 << 20, 1 << 30
 	big := randomBytes(total, 26)

@@ -426,8 +426,8 @@ func BenchmarkLanesOffer(b *testing.B) {
 // BenchmarkLanesWake times an offer to seven standing lanes asleep, after
 // the process slept 35 ms: how long until the first, the fourth and the
 // seventh lane took it (first-us, fourth-us, seventh-us). Waking a lane
-// takes a thread wake-up, and the runtime wakes its idle threads one
-// after another.
+// takes a thread wake-up; the three figures tell whether the lanes wake
+// together or one after another.
 func BenchmarkLanesWake(b *testing.B) {
 	const lanes = 7
 	if runtime.GOMAXPROCS(0) <= lanes {

@@ -95,8 +95,8 @@ func BenchmarkAfterPause(b *testing.B) {
 // through a traced device, from the same memory every time ("warm": it
 // stays in the last-level cache) and from the next window of a 1 GiB
 // buffer every time ("cold": read from memory, as a data loader's batches
-// are), with the default copier, beside the driver's own copy. It reports GB/s, first-us, span-us and drain-us as
-// BenchmarkAfterPause does.
+// are), with the default copier, beside the driver's own copy. It reports
+// GB/s, first-us, span-us and drain-us as BenchmarkAfterPause does.
 func BenchmarkColdSource(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})
