@@ -31,21 +31,20 @@ status=0
 . scripts/machine-info.sh
 machine_info "$d"/* >"$out/machine.txt" 2>&1
 t0=$(date +%s)
-"$d/transfer.test" -test.run GPU -test.count 1 -test.timeout 200s >"$out/tests.txt" 2>&1 || status=1
-"$d/multigpu.test" -test.run . -test.count 1 -test.timeout 120s >>"$out/tests.txt" 2>&1 || status=1
-echo "tests rc=$status after $(($(date +%s) - t0))s" >>"$out/machine.txt"
+gpu_tests "$d" "$out/tests.txt" || status=1
+step tests
 for round in 1 2 3; do
 	for e in base-transfer.test transfer.test; do
 		echo "## $e round $round" >>"$out/both-ways.txt"
 		"$d/$e" -test.run '^$' -test.bench 'BothWays' -test.benchtime 20x >>"$out/both-ways.txt" 2>&1 || status=1
 	done
 done
-echo "both-ways after $(($(date +%s) - t0))s" >>"$out/machine.txt"
+step both-ways
 for e in base-pinpool pinpool; do
 	echo "## $e" >>"$out/bench.txt"
 	"$d/$e" bench --sizes 16MiB,64MiB,256MiB --kinds pageable,pinned,staged --directions H2D,D2H,both --repeats 5 >>"$out/bench.txt" 2>&1 || status=1
 done
-echo "bench after $(($(date +%s) - t0))s" >>"$out/machine.txt"
+step bench
 for round in 1 2; do
 	for e in base-transfer.test transfer.test; do
 		echo "## $e round $round" >>"$out/one-way.txt"
@@ -53,7 +52,7 @@ for round in 1 2; do
 		"$d/$e" -test.run '^$' -test.bench 'FrameStream/(driver|copier=default)/' -test.benchtime 0.4s >>"$out/one-way.txt" 2>&1 || status=1
 	done
 done
-echo "one-way after $(($(date +%s) - t0))s" >>"$out/machine.txt"
+step one-way
 # The paced stream's CPU time (issue 17's goal 6), each engine in a process
 # of its own beside the driver's copy.
 for round in 1 2; do
@@ -61,5 +60,5 @@ for round in 1 2; do
 		"$d/transfer.test" -test.run '^$' -test.bench "$b" -test.benchtime 1x >>"$out/paced-alone.txt" 2>&1 || status=1
 	done
 done
-echo "paced after $(($(date +%s) - t0))s status=$status" >>"$out/machine.txt"
+step paced
 exit $status

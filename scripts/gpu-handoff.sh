@@ -25,8 +25,7 @@ status=0
 . scripts/machine-info.sh
 machine_info "$d"/*.test >"$out/machine.txt" 2>&1
 t0=$(date +%s)
-"$d/transfer.test" -test.run GPU -test.count 1 -test.timeout 200s >"$out/tests.txt" 2>&1 || status=1
-"$d/multigpu.test" -test.run . -test.count 1 -test.timeout 120s >>"$out/tests.txt" 2>&1 || status=1
+gpu_tests "$d" "$out/tests.txt" || status=1
 step tests
 for round in 1 2 3; do
 	for e in base-transfer.test transfer.test; do

@@ -47,9 +47,7 @@ bench() { # file binary args...: a benchmark run appended to $logs/file
 	"$bin" -test.run '^$' "$@" >>"$logs/$f" 2>&1 || status=1
 }
 
-"$d/transfer.test" -test.run GPU -test.count 1 -test.timeout 200s >"$logs/tests.txt" 2>&1 || status=1
-"$d/multigpu.test" -test.run . -test.count 1 -test.timeout 120s >>"$logs/tests.txt" 2>&1 || status=1
-"$d/cuda.test" -test.run GPU -test.count 1 -test.timeout 120s >>"$logs/tests.txt" 2>&1 || status=1
+gpu_tests "$d" "$logs/tests.txt" || status=1
 step tests
 
 if nvcc -O3 -std=c++17 -Xcompiler -O3,-mavx2,-pthread -o /tmp/staged scripts/ref/staged.cpp >"$logs/ref-build.txt" 2>&1; then

@@ -28,21 +28,20 @@ status=0
 . scripts/machine-info.sh
 machine_info "$d"/*.test >"$out/machine.txt" 2>&1
 t0=$(date +%s)
-"$d/transfer.test" -test.run GPU -test.count 1 -test.timeout 200s >"$out/tests.txt" 2>&1 || status=1
-"$d/multigpu.test" -test.run . -test.count 1 -test.timeout 120s >>"$out/tests.txt" 2>&1 || status=1
-echo "tests rc=$status after $(($(date +%s) - t0))s" >>"$out/machine.txt"
+gpu_tests "$d" "$out/tests.txt" || status=1
+step tests
 for round in 1 2; do
 	for e in base-transfer.test transfer.test; do
 		echo "## $e round $round" >>"$out/paced.txt"
 		"$d/$e" -test.run '^$' -test.bench 'PacedFrames/(driver|copier=default)/' -test.benchtime 1x >>"$out/paced.txt" 2>&1 || status=1
 	done
 done
-echo "paced after $(($(date +%s) - t0))s" >>"$out/machine.txt"
+step paced
 for round in 1 2; do
 	for e in base-transfer.test transfer.test; do
 		echo "## $e round $round" >>"$out/stream.txt"
 		"$d/$e" -test.run '^$' -test.bench 'FrameStream/(driver|copier=default)/' -test.benchtime 0.4s >>"$out/stream.txt" 2>&1 || status=1
 	done
 done
-echo "stream after $(($(date +%s) - t0))s, status $status" >>"$out/machine.txt"
+step stream
 exit $status

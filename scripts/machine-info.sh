@@ -25,3 +25,16 @@ bench_as_nobody() {
 		prlimit --memlock=8388608:8388608 setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all \
 			/tmp/pinpool bench --sizes 4KiB,1MiB,64MiB --repeats 2 --copy-sizes 1MiB --pool-time 50ms >"$2" 2>&1
 }
+
+# gpu_tests DIR FILE runs, into FILE, the GPU tests of transfer and
+# multigpu from the test binaries in DIR, and cuda's when DIR holds
+# cuda.test; its status is non-zero when one of them failed.
+gpu_tests() {
+	local rc=0
+	"$1/transfer.test" -test.run GPU -test.count 1 -test.timeout 200s >"$2" 2>&1 || rc=1
+	"$1/multigpu.test" -test.run . -test.count 1 -test.timeout 120s >>"$2" 2>&1 || rc=1
+	if [ -e "$1/cuda.test" ]; then
+		"$1/cuda.test" -test.run GPU -test.count 1 -test.timeout 120s >>"$2" 2>&1 || rc=1
+	fi
+	return $rc
+}
