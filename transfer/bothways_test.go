@@ -18,11 +18,7 @@ func TestBothWaysOwnWindow(t *testing.T) {
 	const slots = 4
 	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: slots * testChunk, Lanes: 2, DirectBelow: -1})
 	const n = 16 * testChunk
-	src := randomBytes(n, 41)
-	dev := e.d.alloc(n)
-	if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
-		t.Fatal(err)
-	}
+	dev, src := e.devHolding(n, 41)
 	w := e.c.wins[HostToDevice]
 	for range slots {
 		if !w.tryAcquire() {

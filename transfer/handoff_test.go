@@ -52,11 +52,7 @@ func TestHandoff(t *testing.T) {
 func handoffDownloads(t *testing.T, mustHandOff bool) {
 	e := newHandoffEnv(t, 20*time.Microsecond)
 	ctx := context.Background()
-	src := randomBytes(handoffBytes, 41)
-	dev := e.d.alloc(handoffBytes)
-	if err := e.c.ToDevice(ctx, dev, src); err != nil {
-		t.Fatal(err)
-	}
+	dev, src := e.devHolding(handoffBytes, 41)
 	back := make([]byte, handoffBytes)
 	for i := range 300 {
 		clear(back)
@@ -87,11 +83,7 @@ func handoffDownloads(t *testing.T, mustHandOff bool) {
 func TestHandoffClose(t *testing.T) {
 	for round := range 20 {
 		e := newHandoffEnv(t, 10*time.Microsecond)
-		src := randomBytes(handoffBytes, uint64(round))
-		dev := e.d.alloc(handoffBytes)
-		if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
-			t.Fatal(err)
-		}
+		dev, src := e.devHolding(handoffBytes, uint64(round))
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			back := make([]byte, handoffBytes)
@@ -125,11 +117,7 @@ func TestHandoffClose(t *testing.T) {
 // caller returned fails nothing, and the staging all comes back.
 func TestHandoffCancel(t *testing.T) {
 	e := newHandoffEnv(t, 10*time.Microsecond)
-	src := randomBytes(handoffBytes, 43)
-	dev := e.d.alloc(handoffBytes)
-	if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
-		t.Fatal(err)
-	}
+	dev, src := e.devHolding(handoffBytes, 43)
 	back := make([]byte, handoffBytes)
 	// The deadlines run from 0 to twice a download's typical time.
 	t0 := time.Now()
