@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pinpool/pinpool/cudahost"
-	"github.com/pinpool/pinpool/internal/seedpool"
 )
 
 // benchSizes are the workloads of the pool benchmarks: the seed's frame and
@@ -31,9 +30,10 @@ func benchBackend(b *testing.B) Backend {
 }
 
 // BenchmarkGetRelease measures Get+Release pairs on a warm pool, next to
-// the seed pool's design (one mutex, a map of lists) on the same memory.
-// Run with -cpu 1,2,4,8,16: the pairs/s metric is the total over all
-// goroutines.
+// sync.Pool's Get+Put of a pointer. Run with -cpu 1,2,4,8,16: the pairs/s
+// metric is the total over all goroutines. The tool's
+// cmd/pinpool/internal/seedpool BenchmarkGetRelease sets the same loop
+// beside a mutex-and-list pool, the common C++ design.
 func BenchmarkGetRelease(b *testing.B) {
 	for _, name := range []string{"frame", "mixed"} {
 		sizes := benchSizes[name]
@@ -87,53 +87,6 @@ func BenchmarkGetRelease(b *testing.B) {
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
 			})
 		}
-		b.Run("seed/"+name, func(b *testing.B) {
-			be := benchBackend(b)
-			seed := seedpool.New(seedpool.NewFuncAllocator(func(n int) ([]byte, func() error, error) {
-				a, err := be.Alloc(n)
-				if err != nil {
-					return nil, nil, err
-				}
-				return a.Bytes(), a.Free, nil
-			}, pageSize), seedpool.Options{MaxIdle: 1 << 20})
-			defer seed.Destroy()
-			// Warm: enough blocks of every size for every goroutine.
-			var warm [][]byte
-			var wsz []int
-			for _, n := range sizes {
-				for range 4 * 64 {
-					m, err := seed.Alloc(n)
-					if err != nil {
-						b.Fatal(err)
-					}
-					warm, wsz = append(warm, m), append(wsz, n)
-				}
-			}
-			for i, m := range warm {
-				seed.Free(wsz[i], m)
-			}
-			allocs := seed.Allocations()
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				i := 0
-				for pb.Next() {
-					n := sizes[i%len(sizes)]
-					m, err := seed.Alloc(n)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					seed.Free(n, m)
-					i++
-				}
-			})
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
-			if a := seed.Allocations() - allocs; a != 0 {
-				b.Fatalf("%d allocations in a warm loop", a)
-			}
-		})
 	}
 }
 

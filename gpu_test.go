@@ -203,34 +203,3 @@ func TestGPUFenceGatedReuse(t *testing.T) {
 		})
 	}
 }
-
-// TestGPUSeedWorkload runs the seed's test on CUDA memory: no failures, and
-// no driver allocation after warm-up.
-func TestGPUSeedWorkload(t *testing.T) {
-	be := gpuBackend(t, cudahost.Auto)
-	p, err := New(Options{Backend: CUDABackend(be), Exact: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	get := func(n int) (func() error, error) {
-		b, err := p.Get(context.Background(), n)
-		if err != nil {
-			return nil, err
-		}
-		return b.Release, nil
-	}
-	for run := range 2 {
-		before := p.Stats().Grows
-		w := seedWorkloadScaled(0.1)
-		res, err := w.Run(get)
-		if err != nil || res.Failures != 0 {
-			t.Fatalf("run %d: %v, %d failures", run, err, res.Failures)
-		}
-		grows := p.Stats().Grows - before
-		t.Logf("run %d: %v; %d driver allocations", run, res, grows)
-		if run == 1 && grows != 0 {
-			t.Fatalf("after warm-up: %d driver allocations", grows)
-		}
-	}
-}

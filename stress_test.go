@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/pinpool/pinpool/internal/seedpool"
 )
 
 // TestStress runs 64 goroutines doing random Gets, TryGets, Releases and
@@ -114,65 +112,4 @@ func TestStress(t *testing.T) {
 	if st.BytesInUse != 0 {
 		t.Fatalf("%d bytes still in use", st.BytesInUse)
 	}
-}
-
-// TestSeedWorkload runs the seed's own test (10 goroutines x 100 frames with
-// its growing sleep, scaled down) on this pool and on the in-repo copy of the
-// seed's design, with the same kind of memory: the pool must hold no more
-// than the seed design, and after warm-up allocate nothing new.
-func TestSeedWorkload(t *testing.T) {
-	w := seedpool.SeedWorkload()
-	w.SleepScale = 0.1
-	if !soak() {
-		w.Iterations = 30
-	}
-	p, f := newTestPool(t, Options{Exact: true})
-	get := func(n int) (func() error, error) {
-		b, err := p.Get(context.Background(), n)
-		if err != nil {
-			return nil, err
-		}
-		return b.Release, nil
-	}
-	res, err := w.Run(get)
-	if err != nil || res.Failures != 0 {
-		t.Fatalf("pool: %v, %d failures", err, res.Failures)
-	}
-	_, _, warmAllocs, _ := f.stats()
-	res2, err := w.Run(get)
-	if err != nil || res2.Failures != 0 {
-		t.Fatalf("pool, second run: %v", err)
-	}
-	_, poolPeak, allocs, _ := f.stats()
-	if allocs != warmAllocs {
-		t.Errorf("after warm-up the pool allocated %d more times", allocs-warmAllocs)
-	}
-
-	// The seed's design on the same memory (whole pages, as the driver maps).
-	seedBackend := newFake()
-	seed := seedpool.New(seedpool.NewFuncAllocator(func(n int) ([]byte, func() error, error) {
-		a, err := seedBackend.Alloc(n)
-		if err != nil {
-			return nil, nil, err
-		}
-		return a.Bytes(), a.Free, nil
-	}, pageSize), seedpool.Options{})
-	if _, err := w.Run(seed.Get); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Run(seed.Get); err != nil {
-		t.Fatal(err)
-	}
-	_, seedPeak, _, _ := seedBackend.stats()
-	t.Logf("peak held: pool %d bytes, seed design %d bytes; pool %v, seed %v", poolPeak, seedPeak, res2, "")
-	if poolPeak > seedPeak {
-		t.Errorf("pool held %d bytes at peak, more than the seed design's %d", poolPeak, seedPeak)
-	}
-	seed.Destroy()
-}
-
-func seedWorkloadScaled(scale float64) seedpool.Workload {
-	w := seedpool.SeedWorkload()
-	w.SleepScale = scale
-	return w
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
-	"github.com/pinpool/pinpool/internal/advise"
-	"github.com/pinpool/pinpool/internal/measure"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/advise"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/measure"
 )
 
 // adviseCmd is `pinpool advise`: a short measurement (measure.QuickPlan:

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pinpool/pinpool/internal/advise"
-	"github.com/pinpool/pinpool/internal/measure"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/advise"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/measure"
 )
 
 // gpuReport is a small report as bench would save it on a discrete GPU:

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
-	"github.com/pinpool/pinpool/internal/measure"
-	"github.com/pinpool/pinpool/internal/report"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/measure"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/report"
 	"github.com/schollz/progressbar/v3"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pinpool/pinpool/internal/measure"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/measure"
 	"golang.org/x/perf/benchfmt"
 )
 

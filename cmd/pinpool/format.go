@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/pinpool/pinpool/internal/textwrap"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/textwrap"
 )
 
 // yesNo renders a boolean for tables.

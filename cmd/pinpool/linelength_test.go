@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/pinpool/pinpool/internal/textwrap"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/textwrap"
 )
 
 // checkLineLengths fails for every line of text longer than

@@ -39,7 +39,7 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kong"
-	"github.com/pinpool/pinpool/internal/textwrap"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/textwrap"
 )
 
 // cli is the command line: one field per subcommand, each in its own file.

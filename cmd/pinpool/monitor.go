@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/textwrap"
 	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/hostmem"
-	"github.com/pinpool/pinpool/internal/textwrap"
 	"github.com/pinpool/pinpool/internal/units"
 )
 

@@ -16,11 +16,11 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/pinpool/pinpool"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/seedpool"
+	"github.com/pinpool/pinpool/cmd/pinpool/internal/textwrap"
 	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/cudahost"
 	"github.com/pinpool/pinpool/hostmem"
-	"github.com/pinpool/pinpool/internal/seedpool"
-	"github.com/pinpool/pinpool/internal/textwrap"
 	"github.com/pinpool/pinpool/internal/units"
 	"github.com/pinpool/pinpool/metrics"
 	"github.com/prometheus/client_golang/prometheus"

@@ -2,7 +2,7 @@
 // that pinpool starts from and is measured against. It is the C++ peer of the
 // Go benchmark BenchmarkGetRelease in the repository's root package
 // (bench_test.go): its seed/frame sub-benchmark runs the Go reproduction of
-// this same design (internal/seedpool), its pinpool/frame sub-benchmark the
+// this same design (cmd/pinpool/internal/seedpool), its pinpool/frame sub-benchmark the
 // real pool, both on a warm pool, so these figures say what the seed design
 // costs in its own language, next to the Go figures.
 //
@@ -43,7 +43,7 @@
 //   an asynchronous copy still reads.
 //   Defect NOT kept: the seed retried cudaMallocHost endlessly on failure;
 //   here alloc stops at the first failure and returns its error when it got
-//   no block (the blocks it did get are kept), as internal/seedpool does.
+//   no block (the blocks it did get are kept), as cmd/pinpool/internal/seedpool does.
 //   Two additions that the hot path never touches: counters of the pool's
 //   cudaMallocHost/cudaFreeHost calls (written on the slow paths only, under
 //   the lock), and setMaxIdle, with which the benchmark raises the idle cap
