@@ -1,9 +1,9 @@
 // seedpool: the C++ reference of the "seed" pinned-memory pool, the design
 // that pinpool starts from and is measured against. It is the C++ peer of the
-// Go benchmark BenchmarkGetRelease in the repository's root package
-// (bench_test.go): its seed/frame sub-benchmark runs the Go reproduction of
-// this same design (cmd/pinpool/internal/seedpool), its pinpool/frame sub-benchmark the
-// real pool, both on a warm pool, so these figures say what the seed design
+// Go benchmark BenchmarkGetRelease of cmd/pinpool/internal/seedpool
+// (compare_test.go): its seed/frame sub-benchmark runs the Go reproduction of
+// this same design, its pinpool/frame sub-benchmark the real pool, both on a
+// warm pool, so these figures say what the seed design
 // costs in its own language, next to the Go figures.
 //
 // What it measures
