@@ -8,8 +8,8 @@ import (
 // The idle policy. Memory is given back by decay, not at a cliff: a fixed
 // cap of idle buffers trimmed as soon as it is exceeded frees, at every
 // dip of a load that breathes, the memory its next peak allocates again,
-// and every allocation and free takes the driver's locks (see
-// docs/results/2026-12-01-pool-policy.md for the storm it made).
+// and every allocation and free takes the driver's locks (BenchmarkBurst's
+// seed-cliff case measures the storm it makes).
 //
 // So the janitor watches each allocation (chunk): the sum of its slots'
 // generations moves whenever one of its buffers is handed out and

@@ -33,8 +33,8 @@ import (
 // its floor, every pressureTickFar while all are further. A look is cheap,
 // but waking for one 20 times a second whatever the headroom kept an idle
 // process busy enough to show in the CPU time per frame of a paced stream
-// (docs/results/2026-12-01-paced-frames.md); far from the floor, a slower
-// reaction costs nothing.
+// (transfer's BenchmarkPacedFrames); far from the floor, a slower reaction
+// costs nothing.
 const (
 	pressureTick    = 50 * time.Millisecond
 	pressureTickFar = 500 * time.Millisecond
