@@ -16,7 +16,7 @@ import (
 // testBackendEnv selects the memory behind the pool's tests: unset, plain
 // anonymous mappings (fast, for CI); "host", locked host memory; "hostalloc"
 // or "register", CUDA device 0 with that method (the GPU host runs the whole
-// suite this way: scripts/gpu-check.sh). Whatever the memory, the tests see
+// suite this way: scripts/gpu-run.sh). Whatever the memory, the tests see
 // it through fakeBackend, which counts and checks every allocation.
 const testBackendEnv = "PINPOOL_TEST_BACKEND"
 

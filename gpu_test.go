@@ -17,7 +17,7 @@ func gpuBackend(t testing.TB, m cudahost.Method) *cudahost.Backend {
 	b, err := cudahost.New(cudahost.Options{Method: m})
 	if err != nil {
 		if cuda.IsNoDriver(err) {
-			t.Skipf("GPU test skipped: no CUDA driver or device (%v); run scripts/gpu-check.sh on the GPU host", err)
+			t.Skipf("GPU test skipped: no CUDA driver or device (%v); run scripts/gpu-run.sh on the GPU host", err)
 		}
 		t.Fatal(err)
 	}

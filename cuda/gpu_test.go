@@ -21,7 +21,7 @@ func testContext(tb testing.TB) *Context {
 	tb.Helper()
 	if err := Load(); err != nil {
 		if IsNoDriver(err) {
-			tb.Skipf("GPU test skipped: no CUDA driver on this machine (%v); run scripts/gpu-check.sh on the GPU host", err)
+			tb.Skipf("GPU test skipped: no CUDA driver on this machine (%v); run scripts/gpu-run.sh on the GPU host", err)
 		}
 		tb.Fatal(err)
 	}

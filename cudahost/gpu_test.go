@@ -21,7 +21,7 @@ func newOrSkip(tb testing.TB, opt Options) *Backend {
 	b, err := New(opt)
 	switch {
 	case cuda.IsNoDriver(err):
-		tb.Skipf("GPU test skipped: no CUDA driver or device on this machine (%v); run scripts/gpu-check.sh on the GPU host", err)
+		tb.Skipf("GPU test skipped: no CUDA driver or device on this machine (%v); run scripts/gpu-run.sh on the GPU host", err)
 	case errors.Is(err, ErrUnsupported), errors.Is(err, ErrCannotMap):
 		tb.Skipf("GPU test skipped: the device cannot do %+v: %v", opt, err)
 	case err != nil:

@@ -17,7 +17,7 @@ import (
 
 // GPU tests: they skip on a machine without a CUDA driver or device (or
 // with fewer devices than they need), and run for real on the GPU host
-// through scripts/gpu-check.sh.
+// through scripts/gpu-run.sh.
 
 // gpuDevices returns every device, or skips the test when there are fewer
 // than need.
@@ -26,7 +26,7 @@ func gpuDevices(tb testing.TB, need int) []int {
 	devices, err := AllDevices()
 	switch {
 	case cuda.IsNoDriver(err):
-		tb.Skipf("GPU test skipped: no CUDA driver or device on this machine (%v); run scripts/gpu-check.sh on the GPU host", err)
+		tb.Skipf("GPU test skipped: no CUDA driver or device on this machine (%v); run scripts/gpu-run.sh on the GPU host", err)
 	case err != nil:
 		tb.Fatal(err)
 	case len(devices) < need:

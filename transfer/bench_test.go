@@ -13,7 +13,7 @@ import (
 )
 
 // Benchmarks of the GPU host (they skip without a GPU). Each reports MB/s
-// (b.SetBytes) and GB/s. scripts/gpu-check.sh runs them with -test.cpu 1;
+// (b.SetBytes) and GB/s. scripts/gpu-run.sh runs them with -test.cpu 1;
 // the lanes of the staged path need more than one processor, so
 // the benchmarks that stage raise GOMAXPROCS to the number of CPUs while
 // they run.

@@ -13,7 +13,7 @@ import (
 )
 
 // BenchmarkFileToDevice moves the file $PINPOOL_BENCH_FILE (on the GPU
-// host: the 4 GiB safetensors file PyTorch wrote, scripts/gpu-files.sh) to
+// host: the 4 GiB safetensors file PyTorch wrote, scripts/gpu-run.sh) to
 // the device and back, beside what a Go program does without pinpool
 // (os.ReadFile, then the driver's copy of that pageable memory; the
 // driver's copy to Go memory, then os.WriteFile), in the same run:
@@ -140,7 +140,7 @@ func benchFile(b *testing.B) (*gpu, *os.File, int64, *cuda.DeviceMem) {
 	b.Helper()
 	path := os.Getenv("PINPOOL_BENCH_FILE")
 	if path == "" {
-		b.Skip("PINPOOL_BENCH_FILE not set: the file to measure (scripts/gpu-files.sh sets it on the GPU host)")
+		b.Skip("PINPOOL_BENCH_FILE not set: the file to measure (scripts/gpu-run.sh sets it on the GPU host)")
 	}
 	g := newGPU(b, cudahost.Options{})
 	f, err := os.Open(path)

@@ -99,7 +99,7 @@ func TestGPUFileWindowBound(t *testing.T) {
 func TestGPUSafetensorsPeer(t *testing.T) {
 	path, sumsPath := os.Getenv("PINPOOL_SAFETENSORS"), os.Getenv("PINPOOL_SAFETENSORS_SUMS")
 	if path == "" || sumsPath == "" {
-		t.Skip("PINPOOL_SAFETENSORS and PINPOOL_SAFETENSORS_SUMS not set: scripts/gpu-files.sh sets them on the GPU host")
+		t.Skip("PINPOOL_SAFETENSORS and PINPOOL_SAFETENSORS_SUMS not set: scripts/gpu-run.sh sets them on the GPU host")
 	}
 	g := newGPU(t, cudahost.Options{})
 	c := g.copier(t, Options{})

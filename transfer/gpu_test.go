@@ -16,7 +16,7 @@ import (
 )
 
 // GPU tests: they skip on a machine without a CUDA driver or device, and
-// run for real on the GPU host through scripts/gpu-check.sh.
+// run for real on the GPU host through scripts/gpu-run.sh.
 
 // gpu is a pool of pinned memory on device 0, with kernels and a stream
 // for checking data on the device.
@@ -36,7 +36,7 @@ func newGPU(tb testing.TB, bopt cudahost.Options) *gpu {
 	be, err := cudahost.New(bopt)
 	switch {
 	case cuda.IsNoDriver(err):
-		tb.Skipf("GPU test skipped: no CUDA driver or device on this machine (%v); run scripts/gpu-check.sh on the GPU host", err)
+		tb.Skipf("GPU test skipped: no CUDA driver or device on this machine (%v); run scripts/gpu-run.sh on the GPU host", err)
 	case errors.Is(err, cudahost.ErrUnsupported), errors.Is(err, cudahost.ErrCannotMap):
 		tb.Skipf("GPU test skipped: the device cannot do %+v: %v", bopt, err)
 	case err != nil:

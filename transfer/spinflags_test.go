@@ -8,7 +8,7 @@ import (
 
 // Flags of the test binary that set the busy wait's constants for a whole
 // process, so that the GPU benchmarks can compare other values in
-// processes of their own (scripts/gpu-transfer.sh); negative leaves the
+// processes of their own (scripts/gpu-compare.sh); negative leaves the
 // default. They take effect when the first GPU test or benchmark starts,
 // before any copier's lanes run.
 var (

@@ -6,7 +6,7 @@ package transfer
 // path choice, concurrent transfers, cancellation and Close racing
 // transfers. Like the other GPU tests they skip without a CUDA driver or
 // device (newGPU) and run for real on the GPU host through
-// scripts/gpu-check.sh.
+// scripts/gpu-run.sh.
 //
 // The data are checked against the driver's own synchronous copies
 // (cuda.Context.CopyHtoD/CopyDtoH, MemsetD8), never against the copier

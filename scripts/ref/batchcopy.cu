@@ -3,9 +3,8 @@
 // 64 MiB of pinned memory in 2 MiB copies with cudaMemcpyAsync, and with
 // cudaMemcpyBatchAsync in batches of 1, 2, 4 and 8, the host side of the
 // copies contiguous or scattered (as staging buffers are), both ways,
-// timed with events. The reference program of
-// docs/results/2026-12-01-dma-ceiling.md, built and run on the GPU host by
-// scripts/gpu-dma-ceiling.sh.
+// timed with events: the peer of transfer's BenchmarkChunkedDMA, built and
+// run on the GPU host by scripts/gpu-run.sh (REF=batchcopy: only this one).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

@@ -1,7 +1,7 @@
 // callcost: the native cost of the driver calls that pinpool's cuda package
 // puts on hot paths, timed from C so that the Go binding's overhead can be
 // read as the difference (BenchmarkCallOverhead). Compiled on the GPU host by
-// scripts/gpu-check.sh: nvcc -O2 -o .gpu/callcost scripts/ref/callcost.c -lcuda
+// scripts/gpu-run.sh: nvcc -O2 -x cu -o callcost scripts/ref/callcost.c -lcuda
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>

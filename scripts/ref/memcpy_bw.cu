@@ -7,7 +7,7 @@
 // copier's pinned path should reach >= 98% of these figures at >= 1 MiB and
 // stay within 1 us of the 4 KiB latency.
 //
-// Compiled and run on the GPU host by scripts/gpu-check.sh:
+// Compiled and run on the GPU host by scripts/gpu-run.sh:
 //   nvcc -O2 -x cu -o .gpu/memcpy_bw scripts/ref/memcpy_bw.cu -lcuda
 #include <cuda_runtime.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The PyTorch peer of pinpool's file loading (issue 18), run on the GPU host
-by scripts/gpu-files.sh:
+by scripts/gpu-run.sh:
 
   safetensors_peer.py write PATH SUMS   8 tensors of 512 MiB (F32 and BF16, random, made on the GPU),
                                          saved with safetensors.torch.save_file; SUMS gets the checksum

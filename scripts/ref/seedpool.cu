@@ -52,8 +52,8 @@
 //   threads would miss and grow and trim in the timed loop.
 //
 // Build and run
-//   On the GPU host, scripts/gpu-check.sh builds and runs every
-//   scripts/ref/*.cu (REF='seedpool' scripts/gpu-check.sh: only this one):
+//   On the GPU host, scripts/gpu-run.sh builds and runs every
+//   scripts/ref/*.cu (REF='seedpool' scripts/gpu-run.sh: only this one):
 //     nvcc -O2 -x cu -o .gpu/seedpool scripts/ref/seedpool.cu -lcuda
 //     .gpu/seedpool > gpu-logs/ref-seedpool.txt
 //   Without CUDA (a local check; aligned_alloc/free stand in for

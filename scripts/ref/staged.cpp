@@ -22,7 +22,7 @@
 // GB/s, and the mean time before the first issue, from the first to the
 // last, and from the last to the stream's completion.
 //
-// Built and run on the GPU host by scripts/gpu-staged-bound.sh:
+// Built and run on the GPU host by scripts/gpu-run.sh (REF=staged):
 //
 //	nvcc -O3 -std=c++17 -Xcompiler -O3,-mavx2,-pthread -o staged staged.cpp
 //	./staged [reps [grid|focus [rounds]]]

@@ -8,7 +8,7 @@ memory to the GPU, the peer of pinpool's staged copy of a []byte:
                     tensor: the link, for reference
 
 Median GB/s of warm repetitions, wall time to torch.cuda.synchronize().
-Run on the GPU host by scripts/gpu-staged-bound.sh.
+Run on the GPU host by scripts/gpu-run.sh (REF=torch_h2d).
 """
 import statistics
 import sys
