@@ -8,6 +8,7 @@ import (
 
 	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/cudahost"
+	"github.com/pinpool/pinpool/internal/testkernels"
 )
 
 // gpuBackend returns a CUDA backend of the given method on device 0, or
@@ -52,7 +53,7 @@ func TestGPUPoolCopies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			k, err := ctx.LoadKernels()
+			k, err := testkernels.Load(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +68,7 @@ func TestGPUPoolCopies(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cuda.FillPattern(buf.Bytes(), uint32(i))
+				testkernels.FillPattern(buf.Bytes(), uint32(i))
 				d, err := ctx.MemAlloc(n)
 				if err != nil {
 					t.Fatal(err)
@@ -75,7 +76,7 @@ func TestGPUPoolCopies(t *testing.T) {
 				if err := s.CopyHtoDAsync(d.Ptr(), buf.Bytes()); err != nil {
 					t.Fatalf("%d bytes: %v", n, err)
 				}
-				if got, err := k.Checksum(s, d.Ptr(), n); err != nil || got != cuda.Checksum(buf.Bytes()) {
+				if got, err := k.Checksum(s, d.Ptr(), n); err != nil || got != testkernels.Checksum(buf.Bytes()) {
 					t.Fatalf("%d bytes: checksum %#x, %v", n, got, err)
 				}
 				back, _ := p.Get(context.Background(), n)
@@ -118,7 +119,7 @@ func TestGPUFenceGatedReuse(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			k, err := ctx.LoadKernels()
+			k, err := testkernels.Load(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +155,7 @@ func TestGPUFenceGatedReuse(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cuda.FillPattern(b.Bytes(), uint32(i))
+				testkernels.FillPattern(b.Bytes(), uint32(i))
 				if err := s.CopyHtoDAsync(dev.Ptr()+cuda.DevicePtr(i*n), b.Bytes()); err != nil {
 					t.Fatal(err)
 				}
@@ -183,12 +184,12 @@ func TestGPUFenceGatedReuse(t *testing.T) {
 			want := make([]byte, n)
 			corrupt := 0
 			for i := range cycles {
-				cuda.FillPattern(want, uint32(i))
+				testkernels.FillPattern(want, uint32(i))
 				got, err := k.Checksum(s, dev.Ptr()+cuda.DevicePtr(i*n), n)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got != cuda.Checksum(want) {
+				if got != testkernels.Checksum(want) {
 					corrupt++
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/pinpool/pinpool/cuda"
+	"github.com/pinpool/pinpool/internal/testkernels"
 )
 
 // newOrSkip returns a Backend for opt, closed at the end of the test, or
@@ -55,7 +56,7 @@ func firstDiff(a, b []byte) int {
 type gpuEnv struct {
 	b       *Backend
 	s       *cuda.Stream
-	k       *cuda.Kernels
+	k       *testkernels.Kernels
 	dev     *cuda.DeviceMem
 	scratch *cuda.HostMem
 }
@@ -68,7 +69,7 @@ func newEnv(t *testing.T, b *Backend, maxSize int) *gpuEnv {
 	if e.s, err = ctx.NewStream(cuda.StreamNonBlocking); err != nil {
 		t.Fatal(err)
 	}
-	if e.k, err = ctx.LoadKernels(); err != nil {
+	if e.k, err = testkernels.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if e.dev, err = ctx.MemAlloc(maxSize); err != nil {
@@ -107,7 +108,7 @@ func (e *gpuEnv) checkChunk(t *testing.T, c *Chunk, seed uint64) {
 	}
 	src := randomBytes(n, seed)
 	copy(mem, src)
-	want := cuda.Checksum(src)
+	want := testkernels.Checksum(src)
 	dev := e.dev.Ptr()
 	if err := e.s.CopyHtoDAsync(dev, mem); err != nil {
 		t.Fatalf("CopyHtoDAsync from the chunk: %v", err)
@@ -153,7 +154,7 @@ func (e *gpuEnv) checkChunk(t *testing.T, c *Chunk, seed uint64) {
 	if err := e.s.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	cuda.FillPattern(src, uint32(seed))
+	testkernels.FillPattern(src, uint32(seed))
 	if !bytes.Equal(mem, src) {
 		t.Fatalf("zero-copy fill by the device differs at byte %d", firstDiff(mem, src))
 	}

@@ -2,6 +2,7 @@ package multigpu_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log"
 	"os"
@@ -38,7 +39,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer buf.Release()
-	cuda.FillPattern(buf.Bytes(), 1)
+	rand.Read(buf.Bytes())
 	frame := make([]byte, 64<<20) // ordinary Go memory
 	for _, d := range s.Devices() {
 		gpu, err := s.Context(d)

@@ -129,7 +129,6 @@ if [ "$REF" != 0 ]; then
 	if command -v nvcc >/dev/null; then
 		mkdir -p "$out/ref-bin"
 		src=internal/testkernels/kernels.cu
-		[ -f "$src" ] || src=cuda/kernels.cu
 		if [[ kernels =~ $REF ]]; then
 			if nvcc -ptx -arch=compute_75 -o "$out/ref-bin/kernels.ptx" "$src" >"$out/ref-kernels.txt" 2>&1; then
 				note "ref   kernels.cu (nvcc -ptx, the check of the hand-written PTX): ok"

@@ -3,6 +3,7 @@ package transfer_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log"
@@ -47,7 +48,7 @@ func ExampleCopier() {
 	defer c.Close()
 	ctx := context.Background()
 	data := make([]byte, 64<<20)
-	cuda.FillPattern(data, 1)
+	rand.Read(data)
 	if err := c.ToDevice(ctx, dev.Ptr(), data); err != nil { // any []byte: direct, staged, pinned or registered
 		log.Fatal(err)
 	}

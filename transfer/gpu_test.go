@@ -13,6 +13,7 @@ import (
 	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/cudahost"
+	"github.com/pinpool/pinpool/internal/testkernels"
 )
 
 // GPU tests: they skip on a machine without a CUDA driver or device, and
@@ -24,7 +25,7 @@ type gpu struct {
 	be   *cudahost.Backend
 	ctx  *cuda.Context
 	pool *pinpool.Pool
-	k    *cuda.Kernels
+	k    *testkernels.Kernels
 	s    *cuda.Stream
 }
 
@@ -47,7 +48,7 @@ func newGPU(tb testing.TB, bopt cudahost.Options) *gpu {
 		be.Close()
 		tb.Fatal(err)
 	}
-	if g.k, err = g.ctx.LoadKernels(); err != nil {
+	if g.k, err = testkernels.Load(g.ctx); err != nil {
 		tb.Fatal(err)
 	}
 	if g.s, err = g.ctx.NewStream(cuda.StreamNonBlocking); err != nil {
@@ -131,8 +132,8 @@ func (g *gpu) checkDevice(tb testing.TB, what string, p cuda.DevicePtr, want []b
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if got != cuda.Checksum(want) {
-		tb.Fatalf("%s: device checksum %#x, want %#x", what, got, cuda.Checksum(want))
+	if got != testkernels.Checksum(want) {
+		tb.Fatalf("%s: device checksum %#x, want %#x", what, got, testkernels.Checksum(want))
 	}
 }
 
@@ -366,7 +367,7 @@ func TestGPUMappedRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := cuda.ReadSum(buf.Bytes()); r.Sum != want {
+		if want := testkernels.ReadSum(buf.Bytes()); r.Sum != want {
 			t.Fatalf("%d bytes: kernel sum %#x, want %#x", n, r.Sum, want)
 		}
 		t.Logf("mapped read of %d bytes: %v, %.1f GB/s", n, r.Median, r.GBps())

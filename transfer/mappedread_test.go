@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pinpool/pinpool/cuda"
+	"github.com/pinpool/pinpool/internal/testkernels"
 )
 
 // The GPU tests' measurement of mapped reads (they check that zero-copy
@@ -43,7 +44,7 @@ func (r readResult) GBps() float64 { return gbps(int64(r.Bytes), r.Median) }
 // memory (MappedPointer), read by the GPU over the bus with no copy; device
 // memory gives the comparison. src must be 16-byte aligned. It checks first
 // that the device can map host memory (ErrNotMapped otherwise).
-func measureMappedRead(c *cuda.Context, k *cuda.Kernels, src cuda.DevicePtr, n, runs int) (readResult, error) {
+func measureMappedRead(c *cuda.Context, k *testkernels.Kernels, src cuda.DevicePtr, n, runs int) (readResult, error) {
 	if n <= 0 || runs <= 0 {
 		return readResult{}, fmt.Errorf("%w: measureMappedRead of %d bytes, %d runs", ErrInvalidOptions, n, runs)
 	}

@@ -10,7 +10,7 @@ by scripts/gpu-run.sh:
   safetensors_peer.py bench PATH        time PyTorch's ways of getting the file to cuda:0, warm (best of 2)
                                          and cold (dropped from the page cache first), one JSON line each
 
-The checksum is pinpool's checksum kernel (cuda/kernelref.go): the sum over the tensor's bytes b[j] of
+The checksum is pinpool's checksum kernel (internal/testkernels/reference.go): the sum over the tensor's bytes b[j] of
 (b[j]+1) * ((j*0x9E3779B97F4A7C15) | 1), mod 2^64, computed here on the GPU with int64 arithmetic that
 wraps like uint64.
 """

@@ -10,6 +10,7 @@ import (
 	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/cudahost"
+	"github.com/pinpool/pinpool/internal/testkernels"
 	"github.com/pinpool/pinpool/transfer"
 )
 
@@ -25,7 +26,7 @@ type gpu struct {
 	ctx   *cuda.Context
 	props cuda.Properties
 	pool  *pinpool.Pool
-	k     *cuda.Kernels
+	k     *testkernels.Kernels
 
 	s1, s2          *cuda.Stream
 	start, mid, end *cuda.Event
@@ -55,7 +56,7 @@ func (g *gpu) init() error {
 	if g.pool, err = pinpool.New(pinpool.Options{Backend: pinpool.CUDABackend(g.be)}); err != nil {
 		return err
 	}
-	if g.k, err = g.ctx.LoadKernels(); err != nil {
+	if g.k, err = testkernels.Load(g.ctx); err != nil {
 		return err
 	}
 	if g.s1, err = g.ctx.NewStream(cuda.StreamNonBlocking); err != nil {

@@ -1,4 +1,4 @@
-package cuda
+package testkernels
 
 import (
 	_ "embed"

@@ -4,12 +4,12 @@
 // written by hand at PTX ISA 7.0 for sm_50 so that JetPack 5 drivers
 // (CUDA 11.4) load it; nvcc 13 cannot target anything below sm_75, so it
 // cannot produce that PTX. This file holds the same three kernels with the
-// same names, parameters and results; scripts/gpu-check.sh compiles it on the
+// same names, parameters and results; scripts/gpu-run.sh compiles it on the
 // GPU host with
 //
 //     nvcc -ptx -arch=compute_75 kernels.cu
 //
-// as a cross-check. The exact CPU results are in kernelref.go (PatternWord,
+// as a cross-check. The exact CPU results are in reference.go (PatternWord,
 // FillPattern, Checksum, ReadSum).
 //
 // All kernels expect a 1-D launch and use grid-stride loops, so any grid size
