@@ -34,8 +34,8 @@
 // When a size has no idle buffer, Get grows its class through the Backend,
 // outside every lock that Get and Release need: buffers up to
 // Options.SlabMax come many to a slab of Options.SlabSize, larger ones
-// Options.GrowCount at a time (4, as the seed pool), within
-// Options.GrowBytes; a class that keeps missing grows in larger batches.
+// Options.GrowCount at a time (4, as the common C++ mutex-and-list pool),
+// within Options.GrowBytes; a class that keeps missing grows in larger batches.
 // A backend failure is returned (ErrGrow), never retried in a loop.
 // Pool.Reserve grows ahead of time and keeps what it grew.
 //
@@ -57,7 +57,7 @@
 // Every allocation and free of pinned memory takes the driver's locks and
 // stalls the process's other CUDA calls, so the pool gives memory back by
 // decay, not at a cliff. Idle buffers above Options.MaxIdle per class (32,
-// the seed's bound) are freed, whole allocations at a time, once none of
+// the bound of the common C++ mutex-and-list pool) are freed, whole allocations at a time, once none of
 // their allocation was handed out for the class's decay time
 // (Options.IdleDecay, 5 seconds); a class that has to grow again soon after
 // such a free doubles its decay time. So a load that breathes keeps the

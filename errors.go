@@ -18,7 +18,7 @@ var (
 	// ErrLowMemory is returned when growing would take the system's
 	// MemAvailable below Options.MinAvailable; errors.Is(err, ErrBudget)
 	// holds for it too, and Get waits on it like on the budget.
-	ErrLowMemory = lowMemoryError{}
+	ErrLowMemory error
 	// ErrInvalidSize is returned for a size <= 0 or above MaxSize.
 	ErrInvalidSize = errors.New("pinpool: invalid size")
 	// ErrReleased is returned when a Buffer handle is released twice, or
@@ -43,6 +43,10 @@ var (
 	// being served.
 	ErrGrow = errors.New("pinpool: backend allocation failed")
 )
+
+// ErrLowMemory is set here rather than in its declaration so that the
+// package's documentation shows no unexported type.
+func init() { ErrLowMemory = lowMemoryError{} }
 
 type lowMemoryError struct{}
 

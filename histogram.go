@@ -10,13 +10,14 @@ import (
 // above the last one the overflow bucket. It is for reading: the pools
 // count with their own copy, and every Stats snapshot carries its own copy
 // in Histogram.Bounds, so writing into either changes nothing else.
-var DurationBounds = append([]time.Duration(nil), durationBounds[:]...)
-
-// durationBounds are the bounds that the pools count with.
-var durationBounds = [...]time.Duration{
+var DurationBounds = []time.Duration{
 	10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond,
 	10 * time.Millisecond, 100 * time.Millisecond, time.Second, 10 * time.Second,
 }
+
+// durationBounds are the bounds that the pools count with: a copy of
+// DurationBounds made before anyone can write into it.
+var durationBounds = [7]time.Duration(DurationBounds)
 
 // Histogram counts events by duration. Counts[i] is the events of at most
 // Bounds[i] and more than Bounds[i-1]; the last count, one past Bounds,

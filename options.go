@@ -4,8 +4,9 @@ import "time"
 
 // Options configure a Pool. The zero value is ready to use: the CUDA
 // backend on device 0 when a driver is found (else locked host memory), no
-// budget, size classes with at most 12.5% rounding, the seed's growth
-// (grow by 4) and its bound at rest (at most 32 idle buffers per size),
+// budget, size classes with at most 12.5% rounding, the growth of the
+// common C++ mutex-and-list pool (grow by 4) and its bound at rest (at
+// most 32 idle buffers per size),
 // reached by decay: idle memory above that bound goes back 5 seconds after
 // it was last needed, and all idle memory after 30 seconds.
 type Options struct {
@@ -38,8 +39,8 @@ type Options struct {
 	Exact bool
 
 	// GrowCount is how many buffers a large size class (above SlabMax)
-	// allocates at once when it runs out. Zero means 4, as the seed pool;
-	// negative is invalid.
+	// allocates at once when it runs out. Zero means 4, as the common C++
+	// mutex-and-list pool; negative is invalid.
 	GrowCount int
 
 	// GrowBytes bounds one growth of a large class in bytes: it allocates
@@ -60,9 +61,9 @@ type Options struct {
 	SlabSize int
 
 	// MaxIdle is how many idle buffers per size class the pool keeps at
-	// rest (the seed pool's cap): idle buffers beyond it are freed once
-	// they have not been needed for IdleDecay, never at once, so that a
-	// load that breathes does not free and regrow the same memory. Whole
+	// rest (the cap of the common C++ mutex-and-list pool): idle buffers
+	// beyond it are freed once they have not been needed for IdleDecay,
+	// never at once, so that a load that breathes does not free and regrow the same memory. Whole
 	// allocations are freed, so a class may end below MaxIdle; what
 	// Reserve asked to keep stays. Zero means 32; negative means no cap
 	// (idle memory goes only after IdleTimeout, or on Trim).

@@ -1,2 +1,3 @@
-// This file is empty on purpose: it lets shard.go declare functions without
-// a body that are provided by the runtime through go:linkname.
+// This file is empty on purpose: it lets proccache.go declare functions
+// without a body (runtimeProcPin, runtimeProcUnpin) that the runtime
+// provides through go:linkname.

@@ -14,11 +14,11 @@ import (
 )
 
 // MaxSize is the largest buffer a pool hands out (1 TiB).
-const MaxSize = sizeclass.Max
+const MaxSize = 1 << 40
 
 // Pool hands out pinned buffers. Get and Release of a buffer size the pool
 // has already served cost tens of nanoseconds and call no driver: buffers
-// come from per-processor caches of idle memory (procCache). When a size
+// come from per-processor caches of idle memory. When a size
 // runs out, the pool grows through its Backend, in batches, within its
 // budget. Idle memory goes back to the system by policy (MaxIdle,
 // IdleTimeout) or on Trim, in the background. A Pool is safe for

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pinpool/pinpool/internal/sizeclass"
 )
 
 const frame = 1920 * 1080 * 3 / 2 // 3,110,400 bytes: a 1080p NV12 frame
@@ -574,5 +576,14 @@ func TestReserveSurvivesMaxIdle(t *testing.T) {
 	p.Trim()
 	if live, _, _, _ := f.stats(); live != 0 {
 		t.Fatalf("Trim left %d bytes", live)
+	}
+}
+
+// TestMaxSizeIsTheLargestClass: MaxSize is written as a literal, so that
+// the documentation shows no internal name; it must stay the bound of the
+// size classes.
+func TestMaxSizeIsTheLargestClass(t *testing.T) {
+	if MaxSize != sizeclass.Max {
+		t.Fatalf("MaxSize %d, the size classes end at %d", int64(MaxSize), int64(sizeclass.Max))
 	}
 }

@@ -50,7 +50,12 @@ func TrimReasons() []TrimReason {
 
 // TrimCounts counts backend frees by reason; the counts add up to
 // Stats.Trims.
-type TrimCounts [numTrimReasons]uint64
+type TrimCounts [7]uint64
+
+// TrimCounts has one count per reason: the length is a literal so that the
+// documentation shows no unexported name, and this fails to compile when a
+// reason is added without it.
+var _ = [1]struct{}{}[len(TrimCounts{})-int(numTrimReasons)]
 
 // Of returns the count of one reason (0 for an unknown one).
 func (t TrimCounts) Of(r TrimReason) uint64 {

@@ -223,9 +223,9 @@ func also(err, cleanup error) error {
 
 // NewDefault returns the backend of device 0 that pinpool.DefaultBackend
 // uses: New(Options{}) (the Auto method), and, when Auto picks
-// registration, the same with HugePages, which on the H200 host halves the
-// cost of growing (about 160-200 ms/GiB against 310-360 ms/GiB without, and
-// 370-550 ms/GiB for cuMemHostAlloc; BenchmarkGrow). Its errors are New's.
+// registration, the same with HugePages, which makes growing much cheaper
+// (fewer page faults to prefault, fewer pages to pin: BenchmarkGrow's
+// register and register+huge cases measure it). Its errors are New's.
 func NewDefault() (*Backend, error) { return NewDefaultDevice(0) }
 
 // NewDefaultDevice is NewDefault for device dev.

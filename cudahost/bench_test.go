@@ -12,9 +12,7 @@ import (
 // back: Alloc plus Free, for each method, at 3 MiB, 64 MiB and 1 GiB. The
 // hostalloc case is the raw cuMemHostAlloc + cuMemFreeHost baseline, so the
 // register/hostalloc ratio shows in one run. Metrics: ms/GiB for the pair,
-// and alloc-ms/GiB and free-ms/GiB for each half (the reference H200 figures
-// are alloc 488 ms/GiB for cudaHostAlloc and 42.7 ms/GiB for registering
-// memory already touched, prefault not included).
+// and alloc-ms/GiB and free-ms/GiB for each half.
 func BenchmarkGrow(b *testing.B) {
 	sizes := []struct {
 		name string

@@ -23,18 +23,13 @@
 // 512 GiB and more have been seen to fail). Free unregisters every part and
 // unmaps. Only Register has read-only memory, huge pages and NUMA binding.
 //
-// Reference figures (H200 SXM, PCIe Gen5 x16, driver 580, CUDA 13.0):
-//
-//	cudaHostAlloc        3 MiB 1.17 ms   1 GiB 488 ms  (488 ms/GiB)
-//	cudaFreeHost         3 MiB 0.34 ms   1 GiB 136 ms
-//	cudaHostRegister     3 MiB 0.23 ms   1 GiB 42.7 ms (42.7 ms/GiB, memory already touched)
-//
-// Registration of touched memory is about 11 times faster than
-// cudaHostAlloc; the prefault that touches it costs too (the kernel zeroes
-// every page, spread over the prefault workers), so the whole Register grow
-// is the sum of both. BenchmarkGrow measures Alloc plus Free of both methods
-// side by side on the machine at hand; trust it over these figures.
-// Transfers from either kind of memory run at the same pinned speed.
+// Registering memory that is already touched is several times faster than
+// cuMemHostAlloc of the same size; the prefault that touches it costs too
+// (the kernel zeroes every page, spread over the prefault workers), so the
+// whole Register grow is the sum of both. BenchmarkGrow measures Alloc plus
+// Free of both methods side by side on the machine at hand
+// (docs/performance.md has the figures of the reference host). Transfers
+// from either kind of memory run at the same pinned speed.
 //
 // # Choosing a method
 //

@@ -15,8 +15,8 @@ const (
 	Auto Method = iota
 
 	// HostAlloc allocates with cuMemHostAlloc: the driver maps, zeroes and
-	// pins the memory in one call (slow: 488 ms per GiB on the reference
-	// H200 host), and cuMemFreeHost gives it back.
+	// pins the memory in one call, slow for large sizes and under a
+	// driver-wide lock (BenchmarkGrow), and cuMemFreeHost gives it back.
 	HostAlloc
 
 	// Register maps anonymous memory with mmap (optionally bound to a NUMA

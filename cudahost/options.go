@@ -40,8 +40,8 @@ type Options struct {
 	// WriteCombined allocates write-combined memory: fast for the CPU to
 	// write and the GPU to read over PCIe, very slow for the CPU to read.
 	// HostAlloc method only (Register has no such flag); with Register New
-	// fails with ErrInvalidOptions. On the reference H200 host it gives no
-	// transfer gain.
+	// fails with ErrInvalidOptions. Many hosts see no transfer gain from it
+	// (pinpool bench's write-combined column says so for this one).
 	WriteCombined bool
 
 	// ReadOnly registers the memory as read-only for the device (the

@@ -66,8 +66,8 @@ func (p Placement) String() string {
 // A device whose node is known and shows CPUs gets that node's CPUs shared
 // among the devices reporting the same node; any other device gets all CPUs
 // (Host.CPUs) shared among all devices. Either way the share is clamped to
-// [1, transfer.DefaultMaxLanes]: lanes beyond 8 did not stage faster on
-// the reference host, and every device keeps at least one.
+// [1, transfer.DefaultMaxLanes]: more lanes did not stage faster
+// (transfer's BenchmarkStagedTuning), and every device keeps at least one.
 func Place(props []cuda.Properties, host Host) []Placement {
 	perNode := map[int]int{} // devices near each node that has CPUs
 	for _, p := range props {

@@ -18,7 +18,8 @@ import (
 // benchCmd is `pinpool bench`: the bandwidthTest of pinned host memory.
 // It measures transfers for every kind of host memory, direction and size,
 // the cost of allocating pinned memory, and the pool's Get+Release
-// throughput against the seed design (package internal/measure), and
+// throughput against a mutex-and-list pool, the common C++ design
+// (package internal/measure), and
 // prints them as a table, JSON, CSV or Go benchmark format, with an
 // optional plot.
 type benchCmd struct {

@@ -1,8 +1,9 @@
 // Command pinpool inspects and measures pinned (page-locked) host memory on
 // this machine: what the GPU driver and the kernel allow (info), how fast
 // each kind of memory moves data and what allocation costs (bench), which
-// memory to use for which data here (advise), the seed's pool workload
-// (stress), and locked memory over time (monitor).
+// memory to use for which data here (advise), a pool under the workload of
+// the C++ article pinpool starts from, beside a mutex-and-list pool (stress),
+// and locked memory over time (monitor).
 //
 // Usage:
 //
@@ -21,9 +22,9 @@
 // "pinpool help COMMAND" is "pinpool COMMAND --help"; -h is --help and -j
 // is --json.
 //
-// Exit status (see exitStatusHelp): 0 when the command measured or showed
-// what was asked, 1 on a failure (including a run that measured nothing of
-// what was asked), 2 on a usage error, 130 when interrupted (Ctrl-C,
+// Exit status, as `pinpool --help` prints it: 0 when the command measured
+// or showed what was asked, 1 on a failure (including a run that measured
+// nothing of what was asked), 2 on a usage error, 130 when interrupted (Ctrl-C,
 // SIGTERM; partial results are printed and marked partial). No GPU is not
 // a failure for a command that was not asked for one: the tool says so in
 // one line and reports the host side.
@@ -45,8 +46,8 @@ import (
 // cli is the command line: one field per subcommand, each in its own file.
 type cli struct {
 	Info    infoCmd    `cmd:"" help:"Show the CUDA driver, each device's pinned-memory attributes, and the host's locked-memory limits."`
-	Stress  stressCmd  `cmd:"" help:"Run the seed's pool test (goroutines getting and releasing frames) on pinpool's pool, optionally against raw allocation and the seed design."`
-	Bench   benchCmd   `cmd:"" help:"Measure transfers for every kind of host memory, direction and size, the cost of allocating pinned memory, and the pool against the seed design."`
+	Stress  stressCmd  `cmd:"" help:"Run a pool test (goroutines getting and releasing video frames) on pinpool's pool, optionally against raw allocation and a mutex-and-list pool (the common C++ design)."`
+	Bench   benchCmd   `cmd:"" help:"Measure transfers for every kind of host memory, direction and size, the cost of allocating pinned memory, and the pool against a mutex-and-list pool (the common C++ design)."`
 	Advise  adviseCmd  `cmd:"" help:"Measure briefly (or read a saved 'bench --json' report) and say which memory to use for which data on this machine, with the figures behind each line."`
 	Monitor monitorCmd `cmd:"" help:"Watch locked and pinned memory: /proc/meminfo, a process's VmLck and VmPin, RLIMIT_MEMLOCK, GPU memory."`
 	Version versionCmd `cmd:"" help:"Show the module version, VCS revision and time, Go version and platform of this binary."`

@@ -27,9 +27,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// stressCmd is `pinpool stress`: the seed's own test (internal/seedpool's
-// Workload) run on pinpool's pool, and optionally on a raw allocation per
-// iteration and on the seed pool's design, side by side.
+// stressCmd is `pinpool stress`: the test of the C++ article pinpool starts
+// from (internal/seedpool's Workload) run on pinpool's pool, and optionally
+// on a raw allocation per iteration and on a mutex-and-list pool (the
+// common C++ design), side by side.
 //
 // Each contender runs a warm-up pass (--warmup iterations per goroutine)
 // and then the measured pass; the figures are those of the measured pass,
@@ -45,17 +46,17 @@ type stressCmd struct {
 	ctx   context.Context // ends on an interrupt (set by Run)
 	args  []string        // the command line, to tell a flag given from its default (set by Validate)
 
-	Goroutines  int           `default:"10" help:"Goroutines, each getting and releasing a buffer in a loop (the seed test's threads)."`
+	Goroutines  int           `default:"10" help:"Goroutines, each getting and releasing a buffer in a loop."`
 	Iterations  int           `default:"100" help:"Measured iterations per goroutine."`
 	Size        byteSize      `default:"3110400" help:"Bytes per get; default a 1080p NV12 frame. Units: KiB, MiB, GiB (also K, M, G) or kB, MB, GB."`
-	SleepScale  float64       `default:"1" help:"Scale of the seed's growing hold between get and release ((i+1)*10µs in iteration i at 1); 0: a tight loop."`
+	SleepScale  float64       `default:"1" help:"Scale of the growing hold between get and release ((i+1)*10µs in iteration i at 1); 0: a tight loop."`
 	Warmup      int           `default:"-1" help:"Iterations per goroutine of the warm-up pass run before measuring; -1: as many as --iterations; 0: none."`
 	Reserve     bool          `help:"Pre-warm pinpool's pool with one idle buffer per goroutine (Pool.Reserve) before the warm-up, as a service that knows its peak would."`
-	Budget      byteSize      `default:"0" help:"Budget of pinpool's pool in bytes (0: none); the raw and seed contenders have none."`
+	Budget      byteSize      `default:"0" help:"Budget of pinpool's pool in bytes (0: none); the raw and mutex-and-list contenders have none."`
 	Wait        time.Duration `default:"0s" help:"How long a get on pinpool's pool may wait for room in the budget (Get with a deadline); 0: TryGet, which fails at once."`
-	Exact       bool          `default:"true" negatable:"" help:"Give every request size its own class, like the seed's fixed frames; --no-exact rounds sizes to classes."`
+	Exact       bool          `default:"true" negatable:"" help:"Give every request size its own class, for fixed sizes such as video frames; --no-exact rounds sizes to classes."`
 	CompareRaw  bool          `help:"Also run the workload with a raw allocation and free per iteration: cuMemHostAlloc+cuMemFreeHost with a GPU, mmap+mlock (hostmem.Alloc+Unmap) without."`
-	CompareSeed bool          `help:"Also run the workload on the seed pool's design (one mutex, grow by 4, keep 32) over the same backend."`
+	CompareSeed bool          `help:"Also run the workload on a mutex-and-list pool, the common C++ design (one mutex, a list per size, grow by 4, keep 32), over the same backend."`
 	MetricsAddr string        `placeholder:"HOST:PORT" help:"Serve the pool's Prometheus metrics at http://HOST:PORT/metrics while the command runs (port 0 picks one; the address is printed on stderr)."`
 	JSON        bool          `short:"j" help:"Print JSON instead of a table."`
 	Device      int           `default:"0" help:"CUDA device whose pinned memory the pool and the contenders use (giving it without a GPU is an error)."`
@@ -137,7 +138,7 @@ type stressResult struct {
 	P99Ns          int64   `json:"p99_ns"`
 	MaxNs          int64   `json:"max_ns"`
 	// Hits and Misses are null for a contender that does not count them
-	// (the seed design).
+	// (the mutex-and-list pool).
 	Hits   *uint64 `json:"hits"`
 	Misses *uint64 `json:"misses"`
 	// BytesHeld is what the contender holds after the measured pass (idle

@@ -38,7 +38,7 @@ type Plan struct {
 	Warmup int
 	// RotateBytes is the least memory a row's transfers cycle through, so
 	// that small transfers do not run from the CPU's caches or the GPU's
-	// L2 (default 512 MiB; the H200 host has a 300 MiB L3 cache). Each kind
+	// L2 (default 512 MiB, above the last-level cache of large servers). Each kind
 	// allocates max(largest size, RotateBytes) of host memory while it is
 	// measured (the pageable arena, shared by the pageable, registered,
 	// staged and batch kinds, is held throughout, and a second one when

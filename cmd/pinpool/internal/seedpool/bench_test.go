@@ -11,7 +11,7 @@ import (
 // RunParallel goroutines (GOMAXPROCS of them) to hold one, and the Allocator
 // is a zero-latency FakeAllocator that the loop never reaches. Run it with
 // -cpu 1,2,4,8,16 to see the single mutex collapse; ns/op is wall time per
-// Alloc+Free pair, like the seed figures in DESIGN.md.
+// Alloc+Free pair, like the figures of scripts/ref/seedpool.cu.
 func BenchmarkSeedPool(b *testing.B) {
 	b.Run("frame", func(b *testing.B) {
 		benchSizes(b, []int{FrameSize})
