@@ -11,7 +11,7 @@ import (
 
 // The GPU tests' measurement of mapped reads (they check that zero-copy
 // memory reads back right and time it). It lived in the package's API;
-// internal/measure is the one home of measurements, so here it is a test
+// cmd/pinpool/internal/measure is the one home of measurements, so here it is a test
 // helper only.
 
 // canMapHostMemory reports whether the device of c can map host memory
