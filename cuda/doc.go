@@ -6,8 +6,7 @@
 // It covers what pinned host memory needs: devices and their attributes, the
 // device's primary context, page-locked host memory (cuMemHostAlloc and
 // cuMemHostRegister), device memory, streams, events, synchronous and
-// asynchronous copies, and a few PTX kernels used to verify data on the
-// device.
+// asynchronous copies, and loading PTX modules and launching their kernels.
 //
 // # Threads and contexts
 //
