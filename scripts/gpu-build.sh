@@ -11,9 +11,12 @@
 #   scripts/gpu-build.sh                 # into .gpu
 #   scripts/gpu-build.sh /tmp/new        # into /tmp/new (e.g. one build of two to compare)
 #   GOARCH=arm64 scripts/gpu-build.sh    # for an arm64 GPU host (Jetson, Grace)
-#   PKGS='^(pinpool|transfer)$' scripts/gpu-build.sh   # only these test binaries (names as
-#                                        # in packages.txt), to carry less: all of them
-#                                        # and the tool take about 70 MiB
+#   PKGS='^(pinpool|transfer)$' scripts/gpu-build.sh   # only these test binaries
+#
+# PKGS matches the names in packages.txt. All binaries and the tool take about
+# 75 MiB; without the tool's own tests (cmd-pinpool, cmd-pinpool-internal-measure,
+# which mostly need no GPU) about 48 MiB:
+#   PKGS='^(pinpool|cuda|cudahost|transfer|multigpu|internal-testkernels|cmd-pinpool-internal-seedpool)$'
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-.gpu}
