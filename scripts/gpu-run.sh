@@ -194,7 +194,7 @@ if [ "${TOOL:-1}" != 0 ] && [ -x "$bin/pinpool" ]; then
 	if [ "${UNPRIV:-1}" != 0 ] && [ "$(id -u)" = 0 ] && command -v prlimit >/dev/null && command -v setpriv >/dev/null; then
 		# A copy the user can reach: the checkout may lie under root's home.
 		nb=$(mktemp -d /tmp/pinpool-nobody.XXXXXX) && cp "$bin/pinpool" "$nb/" && chmod 755 "$nb" "$nb/pinpool"
-		run_cmd bench-nobody-8MiB-memlock prlimit --memlock=8388608:8388608 setpriv --reuid=nobody --regid=nogroup \
+		run_cmd bench-nobody-8MiB-memlock prlimit --memlock=8388608:8388608 setpriv --reuid=65534 --regid=65534 \
 			--clear-groups "$nb/pinpool" bench --sizes 4KiB,1MiB,64MiB --repeats 2 --copy-sizes 1MiB --pool-time 50ms --progress never
 		rm -rf "$nb"
 	fi
