@@ -7,7 +7,7 @@ type Method int
 
 const (
 	// Auto, the zero value, picks the method that grows faster on the
-	// device: Register where the device supports host registration (and is
+	// device (BenchmarkGrow compares them): Register where the device supports host registration (and is
 	// not an integrated GPU below compute capability 7.2), else HostAlloc.
 	// Options that only one method has decide instead: WriteCombined picks
 	// HostAlloc; ReadOnly, HugePages and BindNUMA pick Register. See the
