@@ -77,12 +77,12 @@
 // the source's placement is the application's (first touch). The shared
 // pool's memory lies where its first device's backend touched it, so
 // pinned copies to GPUs of the other socket cross the link; a shared pool
-// per node would avoid that, and is not built. What was tested: the
+// per node would avoid that, and is not built. What the tests cover: the
 // placement logic, with recorded attributes of an eight-GPU two-node host,
-// the lent 2-GPU one-node host, drivers before CUDA 12.2, a device without
-// host registration and a node absent from the host (placement_test.go),
-// and a fuzz target over random attributes and hosts. On a 2-GPU host with
-// one NUMA node, the GPU tests (gpu_test.go) run round trips on both
+// a 2-GPU one-node host, drivers before CUDA 12.2, a device without host
+// registration and a node absent from the host, and a fuzz target over
+// random attributes and hosts; on a 2-GPU host with one NUMA node, the GPU
+// tests run round trips on both
 // devices at once, staged and from the shared pool, and the fallback to
 // unbound staging when binding to an absent node fails. Binding to any
 // node but 0 has never run.
