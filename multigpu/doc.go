@@ -82,8 +82,7 @@
 // a 2-GPU one-node host, drivers before CUDA 12.2, a device without host
 // registration and a node absent from the host, and a fuzz target over
 // random attributes and hosts; on a 2-GPU host with one NUMA node, the GPU
-// tests run round trips on both
-// devices at once, staged and from the shared pool, and the fallback to
-// unbound staging when binding to an absent node fails. Binding to any
-// node but 0 has never run.
+// tests run round trips on both devices at once, staged and from the shared
+// pool, and the fallback to unbound staging when binding to an absent node
+// fails. Binding to any node but 0 has never run.
 package multigpu
