@@ -53,7 +53,7 @@
 //
 // Build and run
 //   On the GPU host, scripts/gpu-run.sh builds and runs every
-//   scripts/ref/*.cu (REF='seedpool' scripts/gpu-run.sh: only this one):
+//   scripts/ref/*.cu (REF=seedpool scripts/gpu-run.sh OUTDIR: only this one):
 //     nvcc -O2 -x cu -o .gpu/seedpool scripts/ref/seedpool.cu -lcuda
 //     .gpu/seedpool > gpu-logs/ref-seedpool.txt
 //   Without CUDA (a local check; aligned_alloc/free stand in for

@@ -1,10 +1,10 @@
 // smcopy: does an SM-based copy (a kernel that reads mapped pinned host
 // memory) read lines that CPU cores have just written, and which sit in
-// their L2, faster than the copy engine does? Built and run on the GPU host
-// by scripts/gpu-run.sh (REF=smcopy: only this one): it times the copy engine and the kernel (1, 2,
-// 4 and 8 blocks of 512 threads per SM) on 2 and 16 MiB of pinned memory,
-// cold, just written by one thread and by 8 threads, and checks the
-// kernel's bytes.
+// their L2, faster than the copy engine does? It times the copy engine and
+// the kernel (1, 2, 4 and 8 blocks of 512 threads per SM) on 2 and 16 MiB of
+// pinned memory, cold, just written by one thread and by 8 threads, and
+// checks the kernel's bytes. Built and run on the GPU host by
+// scripts/gpu-run.sh (REF=smcopy: only this one).
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
