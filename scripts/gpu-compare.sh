@@ -92,17 +92,24 @@ function median(s,   n, a, i, j, t) {
 	v[$1, k] = v[$1, k] (v[$1, k] == "" ? "" : " ") $4
 }
 END {
-	printf "%-64s %-14s %-30s %-30s %9s %9s %7s\n", "benchmark", "unit", "old (each round)", "new (each round)", "old med", "new med", "new/old"
+	printf "%-64s %-14s %-30s %-30s %9s %9s %7s %6s\n", "benchmark", "unit", "old (each round)", "new (each round)", "old med", "new med", "new/old", "better"
 	for (i = 1; i <= nk; i++) {
 		k = keys[i]; split(k, p, " ")
 		if ((p[2] == "B/op" || p[2] == "allocs/op") && v["old", k] == v["new", k]) continue
 		mo = v["old", k] == "" ? "-" : sprintf("%.4g", median(v["old", k]))
 		mn = v["new", k] == "" ? "-" : sprintf("%.4g", median(v["new", k]))
 		ratio = (mo != "-" && mn != "-" && mo + 0 != 0) ? sprintf("%.3f", mn / mo) : "-"
-		printf "%-64s %-14s %-30s %-30s %9s %9s %7s\n", p[1], p[2], v["old", k], v["new", k], mo, mn, ratio
+		# In how many rounds the new build did better than the old one of the
+		# same round (lower for ns/op, B/op and allocs/op, higher for rates).
+		no = split(v["old", k], a, " "); nn = split(v["new", k], c, " "); wins = 0
+		lower = p[2] ~ /^(ns|B|allocs)\/op$/
+		for (j = 1; j <= no && j <= nn; j++) if (lower ? c[j] + 0 < a[j] + 0 : c[j] + 0 > a[j] + 0) wins++
+		better = (no && nn) ? wins "/" (no < nn ? no : nn) : "-"
+		printf "%-64s %-14s %-30s %-30s %9s %9s %7s %6s\n", p[1], p[2], v["old", k], v["new", k], mo, mn, ratio, better
 	}
 	print ""
-	print "ns/op: lower is better; rates (MB/s, GB/s, pairs/s, ...): higher is better."
+	print "ns/op: lower is better; rates (MB/s, GB/s, pairs/s, ...): higher is better. better: the rounds in"
+	print "which new beat old; a difference counts when it holds in every round."
 }' >"$out/compare.txt"
 echo "---- comparison ($([ $status -eq 0 ] && echo ok || echo "some runs FAILED")); logs in $out"
 cat "$out/compare.txt"
