@@ -450,19 +450,9 @@ func optCount(v *uint64) string {
 	return fmt.Sprint(*v)
 }
 
-// formatNs renders nanoseconds with three significant digits.
-func formatNs(ns int64) string {
-	d := float64(ns)
-	switch {
-	case ns < 1000:
-		return fmt.Sprintf("%dns", ns)
-	case ns < 1e6:
-		return fmt.Sprintf("%.3gµs", d/1e3)
-	case ns < 1e9:
-		return fmt.Sprintf("%.3gms", d/1e6)
-	}
-	return fmt.Sprintf("%.3gs", d/1e9)
-}
+// formatNs writes nanoseconds as units.Duration does ("979 µs",
+// "1000 µs", "1.17 ms"), never with an exponent.
+func formatNs(ns int64) string { return units.Duration(time.Duration(ns)) }
 
 // probeGPU reports why there is no GPU ("" when device 0 exists); an error
 // only for a driver that is present but fails.

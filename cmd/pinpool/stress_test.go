@@ -257,7 +257,7 @@ func TestFormatNs(t *testing.T) {
 	for _, tt := range []struct {
 		ns   int64
 		want string
-	}{{42, "42ns"}, {1500, "1.5µs"}, {979_000, "979µs"}, {1_170_000, "1.17ms"}, {2_500_000_000, "2.5s"}} {
+	}{{42, "42 ns"}, {1500, "1.5 µs"}, {979_000, "979 µs"}, {999_700, "1000 µs"}, {1_170_000, "1.17 ms"}, {2_500_000_000, "2.5 s"}} {
 		if got := formatNs(tt.ns); got != tt.want {
 			t.Errorf("formatNs(%d) = %q, want %q", tt.ns, got, tt.want)
 		}
