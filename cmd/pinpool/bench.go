@@ -92,7 +92,7 @@ func (c *benchCmd) Validate(kctx *kong.Context) error {
 		default:
 			return &flagError{Flag: "plot", Value: c.Plot, Want: "a .png or .svg file"}
 		}
-		if err := checkWritable(c.Plot); err != nil {
+		if err := checkWritable("plot", c.Plot, filepath.Dir(c.Plot), "a file in a folder this user can write"); err != nil {
 			return err
 		}
 	}
@@ -134,7 +134,29 @@ func (c *benchCmd) checkValues(a flagValues) error {
 	if c.FileDir != "" && c.FileSize == 0 {
 		return &flagError{Flag: "file-dir", Value: c.FileDir, Want: "--file-size too: it is where the --file-size file goes"}
 	}
+	if c.FileSize != 0 {
+		return checkFileDir(c.FileDir)
+	}
 	return nil
+}
+
+// checkFileDir makes sure the --file-size file can be made in dir (the
+// temporary directory when dir is ""), before anything is measured.
+func checkFileDir(dir string) error {
+	const want = "a folder this user can write"
+	shown := dir
+	if dir == "" {
+		dir = os.TempDir()
+		shown = dir + " (the temporary directory; --file-dir chooses another)"
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return &flagError{Flag: "file-dir", Value: shown, Want: fmt.Sprintf("%s (%v)", want, errors.Unwrap(err))}
+	case !fi.IsDir():
+		return &flagError{Flag: "file-dir", Value: shown, Want: want + " (it is not a folder)"}
+	}
+	return checkWritable("file-dir", shown, dir, want)
 }
 
 // checkContradictions refuses flags that cannot go together.
@@ -170,12 +192,13 @@ func flagsGiven(args []string) map[string]bool {
 	return given
 }
 
-// checkWritable makes sure path can be written, before a long run: it
-// creates (and removes) a file beside it.
-func checkWritable(path string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".pinpool-plot-*")
+// checkWritable makes sure a file can be made in dir, before a long run:
+// it creates (and removes) one there. The error names --flag with value
+// and says what it wants.
+func checkWritable(flag, value, dir, want string) error {
+	f, err := os.CreateTemp(dir, ".pinpool-"+flag+"-*")
 	if err != nil {
-		return &flagError{Flag: "plot", Value: path, Want: fmt.Sprintf("a file in a folder this user can write (%v)", errors.Unwrap(err))}
+		return &flagError{Flag: flag, Value: value, Want: fmt.Sprintf("%s (%v)", want, errors.Unwrap(err))}
 	}
 	f.Close()
 	return os.Remove(f.Name())

@@ -55,6 +55,18 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"bench", "--json", "--sizes", "0"}, 2, "--sizes 0: want 1 B .. 16 GiB", true},
 		{[]string{"bench", "--file-dir", dir}, 2, "--file-dir " + dir + ": want --file-size too", true},
 		{[]string{"bench", "--file-size", "32GiB"}, 2, "--file-size 32GiB: want 1 B .. 16 GiB", true},
+		// --file-dir is checked before anything is measured (before, after
+		// 35 s of other measurements).
+		{[]string{"bench", "--file-size", "8MiB", "--file-dir", filepath.Join(dir, "nosuch")}, 2,
+			"--file-dir " + filepath.Join(dir, "nosuch") + ": want a folder this user can write (no such file or directory)", true},
+		{[]string{"bench", "--file-size", "8MiB", "--file-dir", saved}, 2, "--file-dir " + saved + ": want a folder this user can write (it is not a folder)", true},
+	}
+	if os.Geteuid() != 0 { // root writes anywhere
+		ro := filepath.Join(dir, "read-only")
+		if err := os.Mkdir(ro, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run{[]string{"bench", "--file-size", "8MiB", "--file-dir", ro}, 2, "--file-dir " + ro + ": want a folder this user can write (permission denied)", true})
 	}
 	if !hasGPU() {
 		runs = append(runs,
