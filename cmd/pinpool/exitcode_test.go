@@ -83,7 +83,7 @@ func TestExitCodes(t *testing.T) {
 	}
 	for _, r := range runs {
 		out, errOut, code := runCLI(t, r.args...)
-		if code != r.code || !strings.Contains(errOut, r.stderr) || r.noStdout && out != "" {
+		if code != r.code || !strings.Contains(unwrapped(errOut), r.stderr) || r.noStdout && out != "" {
 			t.Errorf("%q: exit %d, stdout %d bytes, stderr:\n%s\nwant exit %d, %q in stderr, stdout empty: %v",
 				r.args, code, len(out), errOut, r.code, r.stderr, r.noStdout)
 		}
@@ -95,6 +95,10 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("a plot of nothing was written: %v", err)
 	}
 }
+
+// unwrapped undoes the wrapping of the tool's lines (textwrap.Width), so
+// that a test can look for a phrase that a line break may cut.
+func unwrapped(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // TestHelp: "pinpool help" and "pinpool help bench" are the --help of the
 // tool and of bench; -h is --help; the tool's help documents the exit

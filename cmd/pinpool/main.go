@@ -37,6 +37,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -118,7 +119,7 @@ func runContext(ictx context.Context, args []string, stdout, stderr io.Writer) i
 		return exit
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "pinpool:", usageMessage(err))
+		fmt.Fprintln(stderr, errorText(usageMessage(err)))
 		printUsageTo(stderr, err)
 		return 2
 	}
@@ -129,7 +130,7 @@ func runContext(ictx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	if ictx.Err() != nil && !g.endsOnInterrupt {
 		if err != nil && !errors.Is(err, context.Canceled) {
-			fmt.Fprintln(stderr, "pinpool:", err)
+			fmt.Fprintln(stderr, errorText(err.Error()))
 		}
 		if g.partial {
 			fmt.Fprintln(stderr, "pinpool: interrupted; the results above are partial")
@@ -139,8 +140,18 @@ func runContext(ictx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitInterrupted
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "pinpool:", err)
+		fmt.Fprintln(stderr, errorText(err.Error()))
 		return 1
 	}
 	return 0
+}
+
+// errorText is the tool's line for an error message: "pinpool: " once,
+// though the library's messages start with their own and a command may
+// wrap one in its flag's name ("--reserve: pinpool: ..."), wrapped to
+// textwrap.Width with the lines after the first indented.
+func errorText(msg string) string {
+	msg = strings.TrimPrefix(msg, "pinpool: ")
+	msg = strings.ReplaceAll(msg, ": pinpool: ", ": ")
+	return textwrap.Wrap("pinpool: "+msg, textwrap.Width, "  ")
 }

@@ -36,7 +36,7 @@ func TestUsageErrorsSpeakTheUsersUnits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		out, errOut, code := runCLI(t, tt.args...)
-		if code != 2 || !strings.Contains(errOut, tt.want) || strings.Count(errOut, "pinpool:") != 1 {
+		if code != 2 || !strings.Contains(unwrapped(errOut), tt.want) || strings.Count(errOut, "pinpool:") != 1 {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 and %q, said once", tt.args, code, errOut, tt.want)
 		}
 		if strings.Contains(out, "date:") || strings.Contains(errOut, "measure:") || strings.Contains(errOut, "seedpool") {
