@@ -30,12 +30,12 @@ type benchCmd struct {
 	Kinds      []string   `sep:"," placeholder:"KIND" help:"Memory kinds: pageable, pinned, write-combined, registered, mapped, staged, batch (default: all; batch needs a CUDA 12.8 driver). Giving it without a GPU is an error."`
 	Directions []string   `sep:"," placeholder:"DIR" help:"Directions: H2D, D2H, both (default: all)."`
 
-	Repeats     int           `default:"10" help:"Fewest timed transfers per row; rows repeat until --min-time too (the figure is the median)."`
+	Repeats     int           `default:"10" help:"Fewest timed transfers per row; rows repeat until --min-time too (the figure is the median). Also the samples of every row and pool point in --gobench (benchstat wants 6 or more)."`
 	MinTime     time.Duration `default:"50ms" help:"Least total time of a row's timed transfers."`
 	Warmup      int           `default:"2" help:"Untimed transfers before each row."`
 	Rotate      byteSize      `default:"512MiB" help:"Least memory a row's transfers cycle through, so small ones do not run from caches."`
 	AllocSizes  []byteSize    `sep:"," placeholder:"SIZE" help:"Sizes of the allocation benchmark (default 4KiB,64KiB,1MiB,16MiB,256MiB)."`
-	AllocCalls  int           `default:"10" help:"Calls per allocation size (a third of it, at least 3, from 64MiB)."`
+	AllocCalls  int           `default:"10" help:"Calls per allocation size (from 64MiB a third of it, at least 6, for benchstat)."`
 	Goroutines  []int         `sep:"," placeholder:"N" help:"Goroutine counts of the pool benchmark (default 1,2,4,... up to the CPUs)."`
 	PoolSize    byteSize      `default:"64KiB" help:"Buffer size of the pool benchmark."`
 	PoolTime    time.Duration `default:"200ms" help:"Run time of each pool benchmark point."`
