@@ -46,8 +46,12 @@ func TestInterrupt(t *testing.T) {
 		{"monitor", []string{"monitor", "--interval", "40ms", "--json"}, 150 * time.Millisecond, "{", "", true},
 		{"monitor count", []string{"monitor", "--interval", "40ms", "--count", "1000"}, 150 * time.Millisecond, "MemAvailable", "the results above are partial", false},
 	}
+	// What each case locks on the host backend (the stress cases a
+	// default frame each).
+	lock := map[string]int64{"stress": lockFrame, "stress json": lockFrame, "stress in warm-up": lockFrame, "advise": lockBenchPool}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			needLockable(t, lock[tt.name])
 			t.Parallel()
 			var out, errOut bytes.Buffer
 			// A loaded machine may measure nothing before the interrupt:

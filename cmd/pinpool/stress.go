@@ -181,6 +181,16 @@ func (c *stressCmd) Run(g *globals) error {
 		return err
 	}
 	defer p.Close()
+	var metricsURL string
+	if c.MetricsAddr != "" { // a bad address is refused before anything else
+		url, stop, err := serveMetrics(c.MetricsAddr, p)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		metricsURL = url
+		fmt.Fprintf(g.stderr, "metrics: serving %s\n", url)
+	}
 	if err := c.fitLockLimit(g, p); err != nil {
 		return err
 	}
@@ -192,6 +202,7 @@ func (c *stressCmd) Run(g *globals) error {
 		},
 		Backend: backend.Name(),
 		NoGPU:   noGPU,
+		Metrics: metricsURL,
 		Results: []stressResult{},
 	}
 	if c.Warmup < 0 {
@@ -213,15 +224,6 @@ func (c *stressCmd) Run(g *globals) error {
 	}
 	if c.holds > 0 {
 		rep.Workload.Get += fmt.Sprintf(", at most %d frames held at once (RLIMIT_MEMLOCK)", c.holds)
-	}
-	if c.MetricsAddr != "" {
-		url, stop, err := serveMetrics(c.MetricsAddr, p)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		rep.Metrics = url
-		fmt.Fprintf(g.stderr, "metrics: serving %s\n", url)
 	}
 
 	rep.add(c.ctx, c.runPool(p))

@@ -51,6 +51,7 @@ func TestUsageErrorsSpeakTheUsersUnits(t *testing.T) {
 // TestEnumFlagsIgnoreCase: every enumerated flag takes the same case
 // rules, as --directions always did.
 func TestEnumFlagsIgnoreCase(t *testing.T) {
+	needLockable(t, lockBenchPool)
 	for _, args := range [][]string{
 		{"--progress", "NEVER"}, {"--kinds", "Pinned,STAGED"}, {"--kinds", "Batch"}, {"--directions", "h2d,BOTH"},
 	} {

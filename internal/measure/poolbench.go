@@ -86,6 +86,15 @@ func poolPairs(p Plan, backend pinpool.Backend) (pin, seed getRelease, closeAll 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if st := pool.Stats(); st.LockLimited {
+		// Both pools lock from one RLIMIT_MEMLOCK allowance: pinpool's,
+		// which would cut its allocations to the whole of it, gets half,
+		// so that the seed pool can warm too.
+		pool.Close()
+		if pool, err = pinpool.New(pinpool.Options{Backend: backend, Budget: max(st.LockLimit/2, 1)}); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	sp := seedpool.New(seedpool.ChunkAllocator(backend.Alloc), seedpool.Options{})
 	closeAll = func() {
 		sp.Destroy()
