@@ -41,7 +41,7 @@ func smallLockLimitChild(t *testing.T, limit uint64) {
 		if res := rep.Results[0]; rep.Workload.Reserved != fits || res.Failures != 0 || *res.Misses != 0 {
 			t.Errorf("stress --reserve under %d bytes: reserved %d (want %d), %+v", limit, rep.Workload.Reserved, fits, res)
 		}
-		if len(notes) != 1 || !strings.Contains(notes[0], "--reserve keeps "+strconv.Itoa(fits)) {
+		if len(notes) != 1 || !strings.Contains(notes[0], "--reserve keeps "+strconv.Itoa(fits)) || strings.Contains(errOut, "\n ") {
 			t.Errorf("stress --reserve should say in one line what it keeps: %q", notes)
 		}
 	} else {

@@ -523,18 +523,18 @@ func (c *stressCmd) fitLockLimit(g *globals, p *pinpool.Pool) error {
 			lockLimitText(limit), units.Size(frame), c.Size)
 	}
 	c.holds = int(limit / frame)
-	wait := "the others wait their turn"
+	wait := "others wait their turn"
 	switch {
 	case c.Wait == 0 && !flagsGiven(c.args)["wait"]:
 		c.Wait = time.Minute
-		wait = "the others wait up to 1m (--wait)"
+		wait = "others wait up to 1m (--wait)"
 	case c.Wait == 0:
-		wait = "the others wait, then TryGet (--wait 0s)"
+		wait = "others wait, then TryGet (--wait 0s)"
 	}
 	if c.Reserve {
 		wait = fmt.Sprintf("--reserve keeps %d, %s", c.holds, wait)
 	}
-	note := fmt.Sprintf("stress: RLIMIT_MEMLOCK (%s, see pinpool info) holds %d of %d frames at once; %s",
+	note := fmt.Sprintf("stress: RLIMIT_MEMLOCK (%s; see pinpool info) holds %d of %d frames: %s",
 		lockLimitText(limit), c.holds, c.Goroutines, wait)
 	fmt.Fprintln(g.stderr, textwrap.Wrap(note, textwrap.Width, "  "))
 	return nil

@@ -86,12 +86,13 @@ func poolPairs(p Plan, backend pinpool.Backend) (pin, seed getRelease, closeAll 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if st := pool.Stats(); st.LockLimited {
+	if st := pool.Stats(); st.LockLimited && st.LockLimit/2 >= 4096 {
 		// Both pools lock from one RLIMIT_MEMLOCK allowance: pinpool's,
 		// which would cut its allocations to the whole of it, gets half,
-		// so that the seed pool can warm too.
+		// so that the seed pool can warm too. (Below two pages the pool
+		// as it is refuses the warm-up, saying why.)
 		pool.Close()
-		if pool, err = pinpool.New(pinpool.Options{Backend: backend, Budget: max(st.LockLimit/2, 1)}); err != nil {
+		if pool, err = pinpool.New(pinpool.Options{Backend: backend, Budget: st.LockLimit / 2}); err != nil {
 			return nil, nil, nil, err
 		}
 	}

@@ -1,6 +1,8 @@
 package measure
 
 import (
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -50,10 +52,17 @@ func (a *countedAllocation) Free() error {
 // allocation to the whole allowance and the seed pool's warm-up failed in
 // mlock: bench skipped the pool benchmark under any limit below 8 MiB.
 func TestPoolPairsFitTheLockLimit(t *testing.T) {
-	for _, allowance := range []int64{64 << 10, 512 << 10} {
+	for _, allowance := range []int64{0, 64 << 10, 512 << 10} {
 		b := &lockedBackend{Backend: pinpool.NewHostBackend(hostmem.Options{}), allowance: allowance}
 		p := Plan{PoolSize: 4 << 10, PoolGoroutines: []int{1, 2}}
 		pin, seed, closeAll, err := poolPairs(p, b)
+		if allowance == 0 {
+			// No locking allowed: the warm-up is refused with the limit.
+			if !errors.Is(err, pinpool.ErrBudget) || !strings.Contains(err.Error(), "RLIMIT_MEMLOCK") {
+				t.Fatalf("allowance 0: %v, want the lock limit's refusal", err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("allowance %d: %v", allowance, err)
 		}
