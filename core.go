@@ -31,7 +31,8 @@ type core struct {
 	backend     Backend
 	backendName string
 	memTotal    int64         // MemTotal, 0 when unknown
-	lockLimit   int64         // what the backend may lock (RLIMIT_MEMLOCK) at New; 0: no limit
+	lockLimit   int64         // what the backend may lock (RLIMIT_MEMLOCK) at New, when lockLimited
+	lockLimited bool          // RLIMIT_MEMLOCK bounds the backend (lockLimit may then be 0)
 	userBudget  int64         // Options.Budget (budget.limit is the smaller of it and lockLimit)
 	guard       guard         // the memory guard: system and cgroup headroom
 	closedCh    chan struct{} // closed by Close: wakes every waiting Get
@@ -89,7 +90,7 @@ func (co *core) waitFrees() {
 // boundByLockLimit reports whether the budget in force is RLIMIT_MEMLOCK's
 // allowance rather than Options.Budget, so that refusals name the limit.
 func (co *core) boundByLockLimit() bool {
-	return co.budget.limit == co.lockLimit && co.lockLimit != co.userBudget
+	return co.lockLimited && co.budget.limit == max(co.lockLimit, 1) && (co.userBudget == 0 || co.userBudget > co.lockLimit)
 }
 
 // isClosed reports whether Close began.

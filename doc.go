@@ -64,7 +64,11 @@
 // memory of its peak, and at rest at most MaxIdle buffers per class stay
 // idle until Options.IdleTimeout (30 seconds) frees the rest. When the
 // system's or the cgroup's headroom falls below Options.MinAvailable, the
-// pool frees its idle memory within 50 ms. Pool.Trim frees it at once.
+// pool frees its idle memory (all but what Reserve keeps) at its next look
+// at the headroom: every 50 ms while a headroom is within four times its
+// floor, every 500 ms while all are further, so a fall from far above the
+// floor is met up to half a second later; a growth the floor refuses frees
+// the other classes' idle memory at once. Pool.Trim frees it at once.
 // Stats.TrimsBy counts the frees by reason.
 //
 // # Fences

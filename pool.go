@@ -72,10 +72,12 @@ func New(opt Options) (*Pool, error) {
 			// The kernel would refuse to lock more: keep within it as
 			// within a budget, so that Get waits and TryGet says why
 			// instead of failing in mlock.
-			co.lockLimit = max(n, 1)
-			if co.budget.limit == 0 || co.lockLimit < co.budget.limit {
-				co.budget.limit = co.lockLimit
-				o.Budget = co.lockLimit // slabs are cut to fit it
+			// A limit of 0 is a budget of 1 byte, which no allocation
+			// fits in (a budget of 0 means none).
+			co.lockLimit, co.lockLimited = n, true
+			if lim := max(n, 1); co.budget.limit == 0 || lim < co.budget.limit {
+				co.budget.limit = lim
+				o.Budget = lim // slabs are cut to fit it
 				p.opt = o
 			}
 		}

@@ -29,7 +29,8 @@ type Stats struct {
 	BytesRetired int64 // retired after a fence error, freed with the rest of their allocation
 	PeakHeld     int64 // highest BytesHeld so far
 	Budget       int64 // Options.Budget; 0: none
-	LockLimit    int64 // bytes the backend could lock at New under RLIMIT_MEMLOCK, kept like a budget; 0: no limit
+	LockLimit    int64 // bytes the backend could lock at New under RLIMIT_MEMLOCK, kept like a budget (when LockLimited)
+	LockLimited  bool  // RLIMIT_MEMLOCK bounds the backend: LockLimit is what it allows, 0 when it allows no locking
 
 	Gets   uint64 // Get and TryGet calls for a valid size on an open pool
 	Hits   uint64 // ... served at once from idle memory
@@ -91,6 +92,7 @@ func (p *Pool) Stats() Stats {
 		PeakHeld:     co.peak,
 		Budget:       co.userBudget,
 		LockLimit:    co.lockLimit,
+		LockLimited:  co.lockLimited,
 		Grows:        a.grows,
 		BytesGrown:   a.bytesGrown,
 		GrowTime:     time.Duration(a.growNanos),

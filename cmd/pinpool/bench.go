@@ -31,12 +31,12 @@ type benchCmd struct {
 	Kinds      []string   `sep:"," placeholder:"KIND" help:"Memory kinds: pageable, pinned, write-combined, registered, mapped, staged, batch (default: all; batch needs a CUDA 12.8 driver). Giving it without a GPU is an error."`
 	Directions []string   `sep:"," placeholder:"DIR" help:"Directions: H2D, D2H, both (default: all)."`
 
-	Repeats     int           `default:"10" help:"Fewest timed transfers per row; rows repeat until --min-time too (the figure is the median)."`
+	Repeats     int           `default:"10" help:"Fewest timed transfers per row; rows repeat until --min-time too (the figure is the median). Also the samples of every row and pool point in --gobench (benchstat wants 6 or more)."`
 	MinTime     time.Duration `default:"50ms" help:"Least total time of a row's timed transfers."`
 	Warmup      int           `default:"2" help:"Untimed transfers before each row."`
 	Rotate      byteSize      `default:"512MiB" help:"Least memory a row's transfers cycle through, so small ones do not run from caches."`
 	AllocSizes  []byteSize    `sep:"," placeholder:"SIZE" help:"Sizes of the allocation benchmark (default 4KiB,64KiB,1MiB,16MiB,256MiB)."`
-	AllocCalls  int           `default:"10" help:"Calls per allocation size (a third of it, at least 3, from 64MiB)."`
+	AllocCalls  int           `default:"10" help:"Calls per allocation size (from 64MiB a third of it, at least 6, for benchstat)."`
 	Goroutines  []int         `sep:"," placeholder:"N" help:"Goroutine counts of the pool benchmark (default 1,2,4,... up to the CPUs)."`
 	PoolSize    byteSize      `default:"64KiB" help:"Buffer size of the pool benchmark."`
 	PoolTime    time.Duration `default:"200ms" help:"Run time of each pool benchmark point."`
@@ -93,7 +93,7 @@ func (c *benchCmd) Validate(kctx *kong.Context) error {
 		default:
 			return &flagError{Flag: "plot", Value: c.Plot, Want: "a .png or .svg file"}
 		}
-		if err := checkWritable(c.Plot); err != nil {
+		if err := checkWritable("plot", c.Plot, filepath.Dir(c.Plot), "a file in a folder this user can write"); err != nil {
 			return err
 		}
 	}
@@ -135,7 +135,29 @@ func (c *benchCmd) checkValues(a flagValues) error {
 	if c.FileDir != "" && c.FileSize == 0 {
 		return &flagError{Flag: "file-dir", Value: c.FileDir, Want: "--file-size too: it is where the --file-size file goes"}
 	}
+	if c.FileSize != 0 {
+		return checkFileDir(c.FileDir)
+	}
 	return nil
+}
+
+// checkFileDir makes sure the --file-size file can be made in dir (the
+// temporary directory when dir is ""), before anything is measured.
+func checkFileDir(dir string) error {
+	const want = "a folder this user can write"
+	shown := dir
+	if dir == "" {
+		dir = os.TempDir()
+		shown = dir + " (the temporary directory; --file-dir chooses another)"
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return &flagError{Flag: "file-dir", Value: shown, Want: fmt.Sprintf("%s (%v)", want, errors.Unwrap(err))}
+	case !fi.IsDir():
+		return &flagError{Flag: "file-dir", Value: shown, Want: want + " (it is not a folder)"}
+	}
+	return checkWritable("file-dir", shown, dir, want)
 }
 
 // checkContradictions refuses flags that cannot go together.
@@ -171,12 +193,13 @@ func flagsGiven(args []string) map[string]bool {
 	return given
 }
 
-// checkWritable makes sure path can be written, before a long run: it
-// creates (and removes) a file beside it.
-func checkWritable(path string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".pinpool-plot-*")
+// checkWritable makes sure a file can be made in dir, before a long run:
+// it creates (and removes) one there. The error names --flag with value
+// and says what it wants.
+func checkWritable(flag, value, dir, want string) error {
+	f, err := os.CreateTemp(dir, ".pinpool-"+flag+"-*")
 	if err != nil {
-		return &flagError{Flag: "plot", Value: path, Want: fmt.Sprintf("a file in a folder this user can write (%v)", errors.Unwrap(err))}
+		return &flagError{Flag: flag, Value: value, Want: fmt.Sprintf("%s (%v)", want, errors.Unwrap(err))}
 	}
 	f.Close()
 	return os.Remove(f.Name())

@@ -97,22 +97,17 @@ func TestBenchCSV(t *testing.T) {
 	}
 }
 
-func TestBenchGoBench(t *testing.T) {
-	out, _ := benchCLI(t, "--gobench")
+// goBenchSamples parses a --gobench output with benchfmt's reader, as
+// benchstat does, and returns the lines (samples) of each benchmark.
+func goBenchSamples(t *testing.T, out string) map[string]int {
+	t.Helper()
 	rd := benchfmt.NewReader(strings.NewReader(out), "bench.txt")
-	var pool, alloc int
-	lines := map[string]int{} // per benchmark: a line per run, for benchstat
+	lines := map[string]int{}
 	for rd.Scan() {
 		switch rec := rd.Result().(type) {
 		case *benchfmt.Result:
 			name := string(rec.Name)
 			lines[name]++
-			switch {
-			case strings.HasPrefix(name, "Pool/"):
-				pool++
-			case strings.HasPrefix(name, "Alloc/"):
-				alloc++
-			}
 			if rec.Iters < 1 || len(rec.Values) == 0 {
 				t.Errorf("result %s: %d iterations, values %v", name, rec.Iters, rec.Values)
 			}
@@ -123,14 +118,48 @@ func TestBenchGoBench(t *testing.T) {
 	if err := rd.Err(); err != nil {
 		t.Fatal(err)
 	}
+	return lines
+}
+
+// TestBenchGoBench: every benchmark of --gobench has as many samples as
+// --repeats asks (allocations: one per call), so that benchstat shows a
+// spread for each. Before, a pool point had one line (benchstat: "± ∞")
+// and an allocation of 64 MiB or more three.
+func TestBenchGoBench(t *testing.T) {
+	out, _ := benchCLI(t, "--gobench") // --repeats 2, --alloc-calls 2
+	lines := goBenchSamples(t, out)
+	pool := 0
 	for name, n := range lines {
-		// --alloc-calls 2: two runs of one call each; the pool: one per point.
-		if strings.HasPrefix(name, "Alloc/") && n != 2 || strings.HasPrefix(name, "HostCopy/") && n < 2 {
-			t.Errorf("%s: %d lines, want one per run", name, n)
+		if n != 2 {
+			t.Errorf("%s: %d lines, want 2 (--repeats 2, --alloc-calls 2)", name, n)
+		}
+		if strings.HasPrefix(name, "Pool/") {
+			pool++
 		}
 	}
-	if pool != 4 || alloc == 0 {
-		t.Errorf("%d pool and %d allocation results:\n%s", pool, alloc, out)
+	if pool != 4 {
+		t.Errorf("%d pool benchmarks, want 4:\n%s", pool, out)
+	}
+
+	// The defaults: 10 repeats and allocation calls, 6 or more from 64 MiB.
+	out, errOut, code := runCLI(t, "bench", "--gobench", "--progress", "never", "--sizes", "4KiB", "--min-time", "1ms", "--rotate", "1MiB",
+		"--alloc-sizes", "4KiB,64MiB", "--goroutines", "1", "--pool-time", "20ms", "--pool-size", "4KiB", "--copy-sizes", "64KiB")
+	if code != 0 {
+		t.Fatalf("bench --gobench: exit %d\n%s", code, errOut)
+	}
+	lines = goBenchSamples(t, out)
+	kinds := map[string]bool{}
+	for name, n := range lines {
+		kind, _, _ := strings.Cut(name, "/")
+		kinds[kind] = true
+		if large := strings.HasSuffix(name, "size=64MiB"); large && n < 6 || !large && n != 10 {
+			t.Errorf("%s: %d lines, want 10 (6 or more for 64 MiB)", name, n)
+		}
+	}
+	for _, k := range []string{"Pool", "Alloc", "HostCopy"} {
+		if !kinds[k] {
+			t.Errorf("no %s benchmark:\n%s", k, out)
+		}
 	}
 }
 

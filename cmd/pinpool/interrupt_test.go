@@ -24,25 +24,34 @@ func TestInterrupt(t *testing.T) {
 		after   time.Duration
 		want    string // in stdout: something measured, marked partial; "" for nothing
 		wantErr string // in stderr
+		ends    bool   // the interrupt is the command's normal end: exit 0, nothing said
 	}{
 		{"bench", append(append([]string(nil), smallBench...), "--pool-time", "300ms", "--goroutines", "1,2,2,1"),
-			150 * time.Millisecond, "partial: the run stopped early", "the results above are partial"},
+			150 * time.Millisecond, "partial: the run stopped early", "the results above are partial", false},
 		{"bench json", append(append([]string(nil), smallBench...), "--pool-time", "300ms", "--goroutines", "1,2,2,1", "--json"),
-			150 * time.Millisecond, `"partial": true`, "the results above are partial"},
+			150 * time.Millisecond, `"partial": true`, "the results above are partial", false},
 		{"bench host-copy setup", []string{"bench", "--no-transfers", "--no-alloc", "--no-pool", "--copy-sizes", "1GiB,1GiB"},
-			300 * time.Millisecond, "", "interrupted before anything was measured"},
+			300 * time.Millisecond, "", "interrupted before anything was measured", false},
 		{"stress", []string{"stress", "--iterations", "100000", "--sleep-scale", "1", "--warmup", "0", "--compare-seed"},
-			150 * time.Millisecond, "partial: interrupted", "the results above are partial"},
+			150 * time.Millisecond, "partial: interrupted", "the results above are partial", false},
 		{"stress json", []string{"stress", "--iterations", "100000", "--sleep-scale", "1", "--warmup", "0", "-j"},
-			150 * time.Millisecond, `"partial": true`, "the results above are partial"},
+			150 * time.Millisecond, `"partial": true`, "the results above are partial", false},
 		{"stress in warm-up", []string{"stress", "--iterations", "100000", "--sleep-scale", "1", "--compare-seed"},
-			150 * time.Millisecond, "", "interrupted before anything was measured"},
+			150 * time.Millisecond, "", "interrupted before anything was measured", false},
 		{"advise", []string{"advise", "--progress", "never"},
-			150 * time.Millisecond, "", "no advice"},
-		{"monitor", []string{"monitor", "--interval", "40ms", "--json"}, 150 * time.Millisecond, "{", "interrupted"},
+			150 * time.Millisecond, "", "no advice", false},
+		// Run until interrupted, monitor ends on Ctrl-C (before, it exited
+		// 130 and called its samples partial); asked for a count, it is
+		// cut short.
+		{"monitor", []string{"monitor", "--interval", "40ms", "--json"}, 150 * time.Millisecond, "{", "", true},
+		{"monitor count", []string{"monitor", "--interval", "40ms", "--count", "1000"}, 150 * time.Millisecond, "MemAvailable", "the results above are partial", false},
 	}
+	// What each case locks on the host backend (the stress cases a
+	// default frame each).
+	lock := map[string]int64{"stress": lockFrame, "stress json": lockFrame, "stress in warm-up": lockFrame, "advise": lockBenchPool}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			needLockable(t, lock[tt.name])
 			t.Parallel()
 			var out, errOut bytes.Buffer
 			// A loaded machine may measure nothing before the interrupt:
@@ -59,8 +68,11 @@ func TestInterrupt(t *testing.T) {
 				stopped := time.Now()
 				timer.Stop()
 				cancel()
-				if code != exitInterrupted {
-					t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitInterrupted, errOut.String())
+				if want := map[bool]int{false: exitInterrupted, true: 0}[tt.ends]; code != want {
+					t.Fatalf("exit %d, want %d; stderr:\n%s", code, want, errOut.String())
+				}
+				if tt.ends && errOut.Len() > 0 && !strings.Contains(errOut.String(), "no GPU") {
+					t.Fatalf("stderr after the end it was made for:\n%s", errOut.String())
 				}
 				if d := stopped.Sub(interrupted); d > 5*time.Second {
 					t.Errorf("took %v to stop after the interrupt", d)

@@ -25,6 +25,16 @@ func checkLineLengths(t *testing.T, what, text string) {
 // textwrap.Width (120) characters. Before, bench, stress, info, advise and
 // monitor printed lines of 187 to 253 characters.
 func TestLineLengths(t *testing.T) {
+	for _, args := range lineLengthRuns(t) {
+		out, errOut, _ := runCLI(t, args...)
+		checkLineLengths(t, strings.Join(args, " ")+" (stdout)", out)
+		checkLineLengths(t, strings.Join(args, " ")+" (stderr)", errOut)
+	}
+}
+
+// lineLengthRuns are the command lines TestLineLengths runs: every
+// command, its help, and some of its errors.
+func lineLengthRuns(t *testing.T) [][]string {
 	saved := writeReport(t, gpuReport())
 	runs := [][]string{
 		{"--help"}, {"help"}, {"info"}, {"version"},
@@ -39,9 +49,5 @@ func TestLineLengths(t *testing.T) {
 	for _, cmd := range []string{"info", "bench", "advise", "stress", "monitor", "version"} {
 		runs = append(runs, []string{"help", cmd}, []string{cmd, "-h"})
 	}
-	for _, args := range runs {
-		out, errOut, _ := runCLI(t, args...)
-		checkLineLengths(t, strings.Join(args, " ")+" (stdout)", out)
-		checkLineLengths(t, strings.Join(args, " ")+" (stderr)", errOut)
-	}
+	return runs
 }

@@ -6,14 +6,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/pinpool/pinpool/hostmem"
+	"github.com/pinpool/pinpool/internal/units"
 	"golang.org/x/sys/unix"
 )
 
+// lockLimitChildEnv, set in a child process, holds the RLIMIT_MEMLOCK in
+// bytes that the child sets before it runs its test.
 const lockLimitChildEnv = "PINPOOL_CMD_TEST_LOCKLIMIT_CHILD"
 
 // TestToolUnderLockLimit runs the tool as a user without CAP_IPC_LOCK and
@@ -26,10 +30,41 @@ const lockLimitChildEnv = "PINPOOL_CMD_TEST_LOCKLIMIT_CHILD"
 // skips the allocation sizes above the limit in one short line (before:
 // six lines of up to 532 characters).
 func TestToolUnderLockLimit(t *testing.T) {
-	if os.Getenv(lockLimitChildEnv) == "1" {
-		toolUnderLockLimitChild(t)
+	if limit, ok := lockLimitOfChild(t); ok {
+		toolUnderLockLimitChild(t, limit)
 		return
 	}
+	runUnderLockLimit(t, "TestToolUnderLockLimit", 8<<20)
+}
+
+// lockLimitOfChild returns the limit this process, a child of
+// runUnderLockLimit, is to set, and sets it; ok is false in the parent.
+func lockLimitOfChild(t *testing.T) (limit uint64, ok bool) {
+	v := os.Getenv(lockLimitChildEnv)
+	if v == "" {
+		return 0, false
+	}
+	limit, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", lockLimitChildEnv, v, err)
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: limit, Max: limit}); err != nil {
+		t.Fatalf("setrlimit: %v", err) // runUnderLockLimit checked that it may lower it
+	}
+	if can, _ := hostmem.CanLockBeyondLimit(); can {
+		t.Fatal("the child still has CAP_IPC_LOCK")
+	}
+	return limit, true
+}
+
+// runUnderLockLimit runs test in a child process with RLIMIT_MEMLOCK set
+// to limit bytes and no CAP_IPC_LOCK (as nobody when the tests run as
+// root), and fails with its output unless it logs "child: ok". It skips
+// where that cannot be done: with a GPU (the CUDA backend, which the limit
+// does not bound), for a user who has CAP_IPC_LOCK without being root, and
+// when this process's hard limit is below limit (only root may raise it).
+func runUnderLockLimit(t *testing.T, test string, limit uint64) {
+	t.Helper()
 	if hasGPU() {
 		t.Skip("a GPU is present: the tool uses the CUDA backend, which RLIMIT_MEMLOCK does not bound")
 	}
@@ -37,8 +72,8 @@ func TestToolUnderLockLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run=^TestToolUnderLockLimit$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), lockLimitChildEnv+"=1")
+	cmd := exec.Command(bin, "-test.run=^"+test+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), lockLimitChildEnv+"="+strconv.FormatUint(limit, 10))
 	switch can, err := hostmem.CanLockBeyondLimit(); {
 	case err != nil:
 		t.Fatal(err)
@@ -54,6 +89,9 @@ func TestToolUnderLockLimit(t *testing.T) {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.Chown(dir, 65534, 65534); err != nil { // its temporary directory
+			t.Fatal(err)
+		}
 		copyTo := filepath.Join(dir, "pinpool.test")
 		if err := copyFile(bin, copyTo); err != nil {
 			t.Fatal(err)
@@ -61,10 +99,19 @@ func TestToolUnderLockLimit(t *testing.T) {
 		cmd.Path, cmd.Args[0], cmd.Dir = copyTo, copyTo, dir
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		cmd.Env = append(cmd.Env, "HOME="+dir, "GOCACHE="+dir, "TMPDIR="+dir)
+	default:
+		var rl unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
+			t.Fatal(err)
+		}
+		if rl.Max < limit {
+			t.Skipf("needs RLIMIT_MEMLOCK of %s to lower it from; this user's hard limit is %s and only root may raise it",
+				units.Limit(limit), units.Limit(rl.Max))
+		}
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "child: ok") {
-		t.Fatalf("child: %v\n%s", err, out)
+		t.Fatalf("child under a limit of %s: %v\n%s", units.Limit(limit), err, out)
 	}
 }
 
@@ -85,13 +132,9 @@ func copyFile(from, to string) error {
 	return out.Close()
 }
 
-func toolUnderLockLimitChild(t *testing.T) {
-	const limit = 8 << 20
-	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: limit, Max: limit}); err != nil {
-		t.Fatalf("setrlimit: %v", err)
-	}
-	if can, _ := hostmem.CanLockBeyondLimit(); can {
-		t.Fatal("the child still has CAP_IPC_LOCK")
+func toolUnderLockLimitChild(t *testing.T, limit uint64) {
+	if limit != 8<<20 {
+		t.Fatalf("limit %d: this child's checks are those of 8 MiB", limit)
 	}
 
 	out, errOut, code := runCLI(t, "stress", "--iterations", "20", "--sleep-scale", "0", "--warmup", "0", "--compare-seed", "--compare-raw", "--json")

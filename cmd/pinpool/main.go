@@ -22,10 +22,11 @@
 // "pinpool help COMMAND" is "pinpool COMMAND --help"; -h is --help and -j
 // is --json.
 //
-// Exit status, as `pinpool --help` prints it: 0 when the command measured
-// or showed what was asked, 1 on a failure (including a run that measured
-// nothing of what was asked), 2 on a usage error, 130 when interrupted (Ctrl-C,
-// SIGTERM; partial results are printed and marked partial). No GPU is not
+// Exit status (see exitStatusHelp): 0 when the command measured or showed
+// what was asked, 1 on a failure (including a run that measured nothing of
+// what was asked), 2 on a usage error, 130 when interrupted (Ctrl-C,
+// SIGTERM; partial results are printed and marked partial; monitor, which
+// runs until interrupted, exits 0 then). No GPU is not
 // a failure for a command that was not asked for one: the tool says so in
 // one line and reports the host side.
 package main
@@ -37,6 +38,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -65,13 +67,18 @@ type globals struct {
 	// partial is set by a command that printed results before an
 	// interrupt stopped it, so that the last line says they are partial.
 	partial bool
+	// endsOnInterrupt is set by a command that runs until interrupted
+	// (monitor with no --count): the interrupt is its end, and the tool
+	// exits 0 with nothing said about it.
+	endsOnInterrupt bool
 }
 
 // exitStatusHelp is the part of `pinpool --help` that documents the exit
 // status.
 const exitStatusHelp = `Exit status: 0 the command measured (or showed) what was asked; 1 failure, ` +
 	`including a run that measured nothing of what was asked; 2 usage error; ` +
-	`130 interrupted (Ctrl-C or SIGTERM: what was measured is printed, marked partial).`
+	`130 interrupted (Ctrl-C or SIGTERM: what was measured is printed, marked partial); ` +
+	`monitor, which runs until interrupted unless given --count, ends on Ctrl-C with 0.`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -113,15 +120,18 @@ func runContext(ictx context.Context, args []string, stdout, stderr io.Writer) i
 		return exit
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "pinpool:", usageMessage(err))
+		fmt.Fprintln(stderr, errorText(usageMessage(err)))
 		printUsageTo(stderr, err)
 		return 2
 	}
 	g := &globals{ctx: ictx, stdout: stdout, stderr: stderr, args: args}
 	err = ctx.Run(g)
-	if ictx.Err() != nil {
+	if ictx.Err() != nil && g.endsOnInterrupt && errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	if ictx.Err() != nil && !g.endsOnInterrupt {
 		if err != nil && !errors.Is(err, context.Canceled) {
-			fmt.Fprintln(stderr, "pinpool:", err)
+			fmt.Fprintln(stderr, errorText(err.Error()))
 		}
 		if g.partial {
 			fmt.Fprintln(stderr, "pinpool: interrupted; the results above are partial")
@@ -131,8 +141,18 @@ func runContext(ictx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitInterrupted
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "pinpool:", err)
+		fmt.Fprintln(stderr, errorText(err.Error()))
 		return 1
 	}
 	return 0
+}
+
+// errorText is the tool's line for an error message: "pinpool: " once,
+// though the library's messages start with their own and a command may
+// wrap one in its flag's name ("--reserve: pinpool: ..."), wrapped to
+// textwrap.Width with the lines after the first indented.
+func errorText(msg string) string {
+	msg = strings.TrimPrefix(msg, "pinpool: ")
+	msg = strings.ReplaceAll(msg, ": pinpool: ", ": ")
+	return textwrap.Wrap("pinpool: "+msg, textwrap.Width, "  ")
 }

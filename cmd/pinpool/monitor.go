@@ -44,8 +44,13 @@ type monitorCmd struct {
 	WarnBelow string        `default:"3%" placeholder:"BYTES|N%" help:"Floor for MemAvailable, in bytes (64MiB, 2GiB) or percent of MemTotal; the default, 3%, is the pool's guard (pinpool.Options.MinAvailable). A WARNING is printed when MemAvailable is below twice the floor; 0 turns warnings off."`
 	JSON      bool          `short:"j" help:"Print one JSON object per sample, one per line."`
 
-	cgroup *hostmem.CgroupReader // this process's cgroup, opened once by Run; nil: none to read
+	cgroup    *hostmem.CgroupReader // this process's cgroup, opened once by Run; nil: none to read
+	cgroupErr error                 // why the cgroup could not be opened: every sample says so
 }
+
+// cgroupRoot is where monitor looks for /proc/self and the cgroup files:
+// "/", or a recorded tree in the tests.
+var cgroupRoot = "/"
 
 // Validate checks the flags; kong reports its error as a usage error.
 func (c *monitorCmd) Validate(kctx *kong.Context) error {
@@ -96,6 +101,9 @@ type monitorSample struct {
 	Process *processSample        `json:"process,omitempty"` // with --pid
 	GPUs    []gpuSample           `json:"gpus,omitempty"`
 	Cgroup  *hostmem.CgroupMemory `json:"cgroup,omitempty"` // of the monitor's own cgroup (pinned memory counts against it)
+	// CgroupError says why the cgroup could not be read this time (Cgroup
+	// is then nil); the monitor goes on and reads it again next time.
+	CgroupError string `json:"cgroup_error,omitempty"`
 }
 
 // processSample is what /proc/PID/status says about locked memory.
@@ -146,14 +154,19 @@ func (c *monitorCmd) Run(g *globals) error {
 		}
 	}
 
-	if r, err := hostmem.NewCgroupReader("/"); err == nil {
+	if r, err := hostmem.NewCgroupReader(cgroupRoot); err == nil {
 		c.cgroup = r
 		defer r.Close()
 	} else {
-		fmt.Fprintf(g.stderr, "cgroup memory limit not shown: %v\n", err)
+		c.cgroupErr = err // shown as "unreadable" in every sample, as info does
 	}
 	err = c.loop(g.ctx, g.stdout, gpus, floorBytes, floorPercent, !c.JSON && isTerminal(g.stdout))
-	g.partial = g.ctx.Err() != nil // the samples printed before the interrupt
+	if c.Count == 0 && !c.Once {
+		// Run until interrupted: Ctrl-C is how it ends, not a cut-short run.
+		g.endsOnInterrupt = true
+	} else {
+		g.partial = g.ctx.Err() != nil // the samples printed before the interrupt
+	}
 	return err
 }
 
@@ -228,14 +241,17 @@ func (c *monitorCmd) sample(gpus []*cuda.Context, floorBytes int64, floorPercent
 		s.Floor = uint64(float64(s.Total) * floorPercent / 100)
 	}
 	s.Warning = memWarning(s.MemInfo, s.Floor)
-	if c.cgroup != nil {
-		cg, err := c.cgroup.Read()
-		if err != nil {
-			return nil, err
-		}
-		s.Cgroup = &cg
-		if s.Warning == "" {
-			s.Warning = cgroupWarning(cg, floorBytes, floorPercent)
+	switch {
+	case c.cgroupErr != nil:
+		s.CgroupError = c.cgroupErr.Error()
+	case c.cgroup != nil:
+		if cg, err := c.cgroup.Read(); err != nil {
+			s.CgroupError = err.Error()
+		} else {
+			s.Cgroup = &cg
+			if s.Warning == "" {
+				s.Warning = cgroupWarning(cg, floorBytes, floorPercent)
+			}
 		}
 	}
 	if c.PID > 0 {
@@ -312,6 +328,8 @@ func (s *monitorSample) line() string {
 	}
 	if cg := s.Cgroup; cg != nil && cg.Limit > 0 {
 		fmt.Fprintf(&b, "; cgroup %s, headroom %s", units.Size(cg.Limit), units.Size(cg.Headroom()))
+	} else if s.CgroupError != "" {
+		fmt.Fprintf(&b, "; cgroup unreadable: %s", s.CgroupError)
 	}
 	// A sample with a process, several GPUs and a cgroup is longer than a
 	// line may be: it continues on lines indented under the time.
@@ -345,6 +363,8 @@ func (s *monitorSample) writeBlock(w io.Writer, every time.Duration) error {
 	}
 	if s.Cgroup != nil {
 		fmt.Fprintf(tw, "cgroup:\t%s\n", s.Cgroup)
+	} else if s.CgroupError != "" {
+		fmt.Fprintf(tw, "cgroup:\t%s\n", cgroupLine(nil, s.CgroupError))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -320,5 +321,85 @@ func TestCgroupWarning(t *testing.T) {
 				t.Fatalf("cgroupWarning = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// recordedCgroup copies one of hostmem's recorded cgroup trees to a
+// temporary directory and makes monitor read it.
+func recordedCgroup(t *testing.T, name string) string {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS(filepath.Join("..", "..", "hostmem", "testdata", "cgroup", name))); err != nil {
+		t.Fatal(err)
+	}
+	old := cgroupRoot
+	cgroupRoot = root
+	t.Cleanup(func() { cgroupRoot = old })
+	return root
+}
+
+// TestMonitorUnreadableCgroup: a cgroup file that cannot be parsed is
+// shown as "unreadable" in each sample, as info shows it, and the
+// monitor goes on. Before, it exited 1 at its first sample.
+func TestMonitorUnreadableCgroup(t *testing.T) {
+	for _, tc := range []struct{ tree, names string }{
+		{"garbage-limit", "memory.max"},              // found, then unparsable at every read
+		{"garbage-mountinfo", "proc/self/mountinfo"}, // unparsable before the first sample
+	} {
+		t.Run(tc.tree, func(t *testing.T) {
+			recordedCgroup(t, tc.tree)
+			out, errOut, code := runCLI(t, "monitor", "--count", "2", "--interval", "1ms", "--warn-below", "0")
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %s", code, errOut)
+			}
+			lines := sampleLines(out)
+			if len(lines) != 2 {
+				t.Fatalf("%d samples, want 2:\n%s", len(lines), out)
+			}
+			for _, l := range lines {
+				if !strings.Contains(l, "cgroup unreadable: ") || !strings.Contains(l, tc.names) {
+					t.Errorf("sample does not say the cgroup is unreadable (%s): %s", tc.names, l)
+				}
+			}
+			out, errOut, code = runCLI(t, "monitor", "--once", "--json")
+			var s monitorSample
+			if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil || s.Cgroup != nil || !strings.Contains(s.CgroupError, tc.names) {
+				t.Fatalf("exit %d, %v, sample %+v, stderr %s", code, err, s, errOut)
+			}
+		})
+	}
+}
+
+// TestMonitorCgroupBreaksMidRun: a cgroup file that becomes unparsable
+// between samples makes that sample say so; the next one reads it again.
+func TestMonitorCgroupBreaksMidRun(t *testing.T) {
+	root := recordedCgroup(t, "v2-namespace")
+	r, err := hostmem.NewCgroupReader(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := &monitorCmd{cgroup: r}
+	limit := filepath.Join(root, "sys", "fs", "cgroup", "memory.max")
+	good, err := os.ReadFile(limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, content := range [][]byte{good, []byte("garbage\n"), good} {
+		if err := os.WriteFile(limit, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.sample(nil, 0, 0)
+		if err != nil {
+			t.Fatalf("sample %d: %v", i, err)
+		}
+		broken := i == 1
+		if (s.Cgroup == nil) != broken || (s.CgroupError != "") != broken || broken && !strings.Contains(strings.Join(strings.Fields(s.line()), " "), "cgroup unreadable: ") {
+			t.Fatalf("sample %d (memory.max %q): cgroup %+v, error %q, line %s", i, content, s.Cgroup, s.CgroupError, s.line())
+		}
+		var block bytes.Buffer
+		if err := s.writeBlock(&block, time.Second); err != nil || broken != strings.Contains(block.String(), "unreadable: ") {
+			t.Fatalf("sample %d: block %v:\n%s", i, err, block.String())
+		}
 	}
 }

@@ -182,7 +182,19 @@ func (c *stressCmd) Run(g *globals) error {
 		return err
 	}
 	defer p.Close()
-	c.fitLockLimit(g, p)
+	var metricsURL string
+	if c.MetricsAddr != "" { // a bad address is refused before anything else
+		url, stop, err := serveMetrics(c.MetricsAddr, p)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		metricsURL = url
+		fmt.Fprintf(g.stderr, "metrics: serving %s\n", url)
+	}
+	if err := c.fitLockLimit(g, p); err != nil {
+		return err
+	}
 
 	rep := &stressReport{
 		Workload: stressWorkload{
@@ -191,6 +203,7 @@ func (c *stressCmd) Run(g *globals) error {
 		},
 		Backend: backend.Name(),
 		NoGPU:   noGPU,
+		Metrics: metricsURL,
 		Results: []stressResult{},
 	}
 	if c.Warmup < 0 {
@@ -198,8 +211,12 @@ func (c *stressCmd) Run(g *globals) error {
 		rep.Workload.Warmup = c.Warmup
 	}
 	if c.Reserve {
-		rep.Workload.Reserved = c.Goroutines
-		if err := p.Reserve(int(c.Size), c.Goroutines); err != nil {
+		n := c.Goroutines
+		if c.holds > 0 {
+			n = c.holds // what fits under RLIMIT_MEMLOCK, as fitLockLimit said
+		}
+		rep.Workload.Reserved = n
+		if err := p.Reserve(int(c.Size), n); err != nil {
 			return fmt.Errorf("--reserve: %w", err)
 		}
 	}
@@ -208,15 +225,6 @@ func (c *stressCmd) Run(g *globals) error {
 	}
 	if c.holds > 0 {
 		rep.Workload.Get += fmt.Sprintf(", at most %d frames held at once (RLIMIT_MEMLOCK)", c.holds)
-	}
-	if c.MetricsAddr != "" {
-		url, stop, err := serveMetrics(c.MetricsAddr, p)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		rep.Metrics = url
-		fmt.Fprintf(g.stderr, "metrics: serving %s\n", url)
 	}
 
 	rep.add(c.ctx, c.runPool(p))
@@ -451,19 +459,9 @@ func optCount(v *uint64) string {
 	return fmt.Sprint(*v)
 }
 
-// formatNs renders nanoseconds with three significant digits.
-func formatNs(ns int64) string {
-	d := float64(ns)
-	switch {
-	case ns < 1000:
-		return fmt.Sprintf("%dns", ns)
-	case ns < 1e6:
-		return fmt.Sprintf("%.3gµs", d/1e3)
-	case ns < 1e9:
-		return fmt.Sprintf("%.3gms", d/1e6)
-	}
-	return fmt.Sprintf("%.3gs", d/1e9)
-}
+// formatNs writes nanoseconds as units.Duration does ("979 µs",
+// "1000 µs", "1.17 ms"), never with an exponent.
+func formatNs(ns int64) string { return units.Duration(time.Duration(ns)) }
 
 // probeGPU reports why there is no GPU ("" when device 0 exists); an error
 // only for a driver that is present but fails.
@@ -513,25 +511,43 @@ func serveMetrics(addr string, p *pinpool.Pool) (url string, stop func(), err er
 // pool (host backend, no CAP_IPC_LOCK) and the goroutines' frames do not
 // fit at once: every contender then holds at most as many frames as fit,
 // the others waiting their turn (pinpool's pool waits for room, as a Get
-// does under a Budget), and one line says so.
-func (c *stressCmd) fitLockLimit(g *globals, p *pinpool.Pool) {
-	limit := p.Stats().LockLimit
-	frame := c.frameBytes()
-	if limit <= 0 || int64(c.Goroutines)*frame <= limit {
-		return
+// does under a Budget), --reserve keeps that many, and one line says so.
+// A limit that holds not one frame is an error: nothing could run.
+func (c *stressCmd) fitLockLimit(g *globals, p *pinpool.Pool) error {
+	st := p.Stats()
+	limit, frame := st.LockLimit, c.frameBytes()
+	if !st.LockLimited || int64(c.Goroutines)*frame <= limit {
+		return nil
 	}
-	c.holds = int(max(1, limit/frame))
-	wait := "the others wait their turn"
+	if limit < frame {
+		return fmt.Errorf("RLIMIT_MEMLOCK (%s) holds no frame of %s (--size %s): raise it (see pinpool info) or lower --size",
+			lockLimitText(limit), units.Size(frame), c.Size)
+	}
+	c.holds = int(limit / frame)
+	wait := "others wait their turn"
 	switch {
 	case c.Wait == 0 && !flagsGiven(c.args)["wait"]:
 		c.Wait = time.Minute
-		wait = "the others wait up to 1m for their turn (--wait)"
+		wait = "others wait up to 1m (--wait)"
 	case c.Wait == 0:
-		wait = "the others wait their turn, then TryGet (--wait 0s)"
+		wait = "others wait, then TryGet (--wait 0s)"
 	}
-	fmt.Fprintf(g.stderr, "stress: RLIMIT_MEMLOCK (%s) holds %d of the %d goroutines' frames at once: %s\n",
-		units.Size(limit), c.holds, c.Goroutines, wait)
-	fmt.Fprintln(g.stderr, "stress: `pinpool info` says how to raise the limit")
+	if c.Reserve {
+		wait = fmt.Sprintf("--reserve keeps %d, %s", c.holds, wait)
+	}
+	note := fmt.Sprintf("stress: RLIMIT_MEMLOCK (%s; see pinpool info) holds %d of %d frames: %s",
+		lockLimitText(limit), c.holds, c.Goroutines, wait)
+	fmt.Fprintln(g.stderr, textwrap.Wrap(note, textwrap.Width, "  "))
+	return nil
+}
+
+// lockLimitText writes a lock limit for people: "8 MiB", and for 0 what
+// it means.
+func lockLimitText(n int64) string {
+	if n <= 0 {
+		return "0 B: locking not allowed"
+	}
+	return units.Size(n)
 }
 
 // holdAtMost lets at most n results of get be held (not yet released) at

@@ -36,7 +36,7 @@ func TestUsageErrorsSpeakTheUsersUnits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		out, errOut, code := runCLI(t, tt.args...)
-		if code != 2 || !strings.Contains(errOut, tt.want) || strings.Count(errOut, "pinpool:") != 1 {
+		if code != 2 || !strings.Contains(unwrapped(errOut), tt.want) || strings.Count(errOut, "pinpool:") != 1 {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 and %q, said once", tt.args, code, errOut, tt.want)
 		}
 		if strings.Contains(out, "date:") || strings.Contains(errOut, "measure:") || strings.Contains(errOut, "seedpool") {
@@ -51,6 +51,7 @@ func TestUsageErrorsSpeakTheUsersUnits(t *testing.T) {
 // TestEnumFlagsIgnoreCase: every enumerated flag takes the same case
 // rules, as --directions always did.
 func TestEnumFlagsIgnoreCase(t *testing.T) {
+	needLockable(t, lockBenchPool)
 	for _, args := range [][]string{
 		{"--progress", "NEVER"}, {"--kinds", "Pinned,STAGED"}, {"--kinds", "Batch"}, {"--directions", "h2d,BOTH"},
 	} {

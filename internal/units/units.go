@@ -59,7 +59,8 @@ func Exact(n int64) string {
 
 // Size writes a byte count for people: "4 KiB", "16 MiB" when it is a
 // whole number of a unit, else three significant digits: "2.97 MiB",
-// "251 GiB", "100 B".
+// "251 GiB", "100 B"; from 1000 to 1024 of a unit, the whole number
+// below ("1000 MiB", "1023 MiB"), never an exponent.
 func Size(n int64) string {
 	sign, u := "", uint64(n)
 	if n < 0 {
@@ -73,7 +74,12 @@ func Size(n int64) string {
 		if u%scale == 0 {
 			return sign + strconv.FormatUint(u/scale, 10) + " " + Units[i]
 		}
-		return sign + strconv.FormatFloat(float64(u)/float64(scale), 'g', 3, 64) + " " + Units[i]
+		v := float64(u) / float64(scale)
+		num := strconv.FormatFloat(v, 'g', 3, 64)
+		if v >= 999.5 { // 'g' would write 1e+03: round down, so that it stays below the next unit
+			num = strconv.FormatUint(u/scale, 10)
+		}
+		return sign + num + " " + Units[i]
 	}
 	return sign + strconv.FormatUint(u, 10) + " B"
 }

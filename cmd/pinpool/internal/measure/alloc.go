@@ -11,19 +11,24 @@ import (
 	"github.com/pinpool/pinpool/hostmem"
 )
 
-// allocRepeats is the calls per size: fewer for large sizes, which take
-// tens of milliseconds each.
+// allocRepeats is the calls per size: for large sizes, which take tens of
+// milliseconds each, a third of them, but at least minAllocRuns (or all
+// when fewer are asked).
 func (p Plan) allocRepeats(size int64) int {
 	if size >= 64<<20 {
-		return max(3, p.AllocRepeats/3)
+		return max(min(minAllocRuns, p.AllocRepeats), p.AllocRepeats/3)
 	}
 	return p.AllocRepeats
 }
 
+// minAllocRuns is the fewest calls of a large allocation size: benchstat
+// wants 6 samples of a figure to give it a confidence interval.
+const minAllocRuns = 6
+
 // allocRow makes the row of op at size from its samples.
 func allocRow(op string, size int64, s samples) Alloc {
 	med, lo, hi := s.summary()
-	return Alloc{Op: op, Size: size, Repeats: len(s), Median: med, Min: lo, Max: hi, Runs: s.runs()}
+	return Alloc{Op: op, Size: size, Repeats: len(s), Median: med, Min: lo, Max: hi, Runs: s.runs(len(s))}
 }
 
 // timed runs f and returns how long it took.

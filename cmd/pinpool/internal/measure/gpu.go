@@ -345,7 +345,7 @@ func (g *gpu) row(m *mover, k Kind, d Direction, size int64) (Transfer, error) {
 	if err != nil {
 		return Transfer{}, err
 	}
-	t := transferRow(k, d, size, s, m.timer)
+	t := transferRow(k, d, size, s, m.timer, g.p.MinRepeats)
 	t.Device = g.dev
 	return t, nil
 }

@@ -96,5 +96,5 @@ func hostCopyRow(ctx context.Context, p Plan, src, dst []byte, threads int) (Hos
 		return HostCopy{}, fmt.Errorf("measure: host copy of %d bytes with %d goroutines: the copy is wrong", size, threads)
 	}
 	med, lo, hi := s.summary()
-	return HostCopy{Size: size, Threads: threads, Repeats: len(s), Median: med, Min: lo, Max: hi, GBps: gbps(size, med), Runs: s.runs()}, nil
+	return HostCopy{Size: size, Threads: threads, Repeats: len(s), Median: med, Min: lo, Max: hi, GBps: gbps(size, med), Runs: s.runs(p.MinRepeats)}, nil
 }

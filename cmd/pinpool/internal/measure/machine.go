@@ -2,7 +2,6 @@ package measure
 
 import (
 	"fmt"
-	"github.com/prometheus/procfs"
 	"os"
 	"runtime"
 	"strings"
@@ -32,20 +31,6 @@ func (m *Machine) addGPU(p cuda.Properties) {
 	}
 	m.DriverRelease = cuda.DriverRelease()
 	m.PCIe = pcieLink(p.PCIAddress())
-}
-
-// cpuModel is the model name of the first CPU in /proc/cpuinfo, read with
-// prometheus/procfs ("" where there is none, as on most arm64 machines).
-func cpuModel() string {
-	fs, err := procfs.NewDefaultFS()
-	if err != nil {
-		return ""
-	}
-	cpus, err := fs.CPUInfo()
-	if err != nil || len(cpus) == 0 {
-		return ""
-	}
-	return strings.TrimSpace(cpus[0].ModelName)
 }
 
 // pcieLink reads the current PCIe link of the device at addr

@@ -187,6 +187,16 @@ type PoolRun struct {
 	OpsPerSec float64 `json:"ops_per_second"`
 	NsPerOp   float64 `json:"ns_per_op"`
 	Backend   string  `json:"backend"` // memory behind the pool
+	// Runs are the run's consecutive timed slices (Plan.MinRepeats of
+	// them), for the Go benchmark format (a line per slice); absent in
+	// reports saved before they were recorded.
+	Runs []PoolSlice `json:"runs,omitempty"`
+}
+
+// PoolSlice is one timed slice of a PoolRun: Ops pairs in Elapsed.
+type PoolSlice struct {
+	Ops     int64         `json:"ops"`
+	Elapsed time.Duration `json:"elapsed_ns"`
 }
 
 // Machine describes where a report was measured.

@@ -96,7 +96,7 @@ func allRow(gpus []*gpu, movers []*mover, k Kind, d Direction, size int64) (Tran
 	if err != nil {
 		return Transfer{}, err
 	}
-	t := transferRow(k, d, size, s, timerWall)
+	t := transferRow(k, d, size, s, timerWall, p.MinRepeats)
 	t.Device = AllDevices
 	t.GBps = gbps(int64(len(gpus))*t.Bytes(), t.Median)
 	return t, nil

@@ -48,7 +48,7 @@ type Plan struct {
 
 	// AllocSizes are the sizes of the allocation benchmark (default 4 KiB,
 	// 64 KiB, 1 MiB, 16 MiB, 256 MiB); AllocRepeats the calls per size
-	// (default 10; sizes of 64 MiB and more use a third of it, at least 3).
+	// (default 10; sizes of 64 MiB and more use a third of it, at least 6).
 	// NoAlloc skips the allocation benchmark.
 	AllocSizes   []int64
 	AllocRepeats int

@@ -267,7 +267,7 @@ func pools(ctx context.Context, p Plan, g *gpu, r *Report, prog *progress) error
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			run, err := poolRun(c.impl, n, p.PoolSize, p.PoolTime, backend.Name(), c.pair)
+			run, err := poolRun(c.impl, n, p.PoolSize, p.PoolTime, p.MinRepeats, backend.Name(), c.pair)
 			if err != nil {
 				r.Skipped = append(r.Skipped, "pool: "+err.Error())
 			} else {

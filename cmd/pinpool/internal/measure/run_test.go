@@ -32,6 +32,7 @@ func smallPlan() Plan {
 // pool hits, pool throughput for both implementations, and progress for
 // every row. With a GPU it checks that every transfer row has figures.
 func TestRunHost(t *testing.T) {
+	needLockable(t, 1<<20) // allocations of 256 KiB, and both pools
 	var steps []Step
 	p := smallPlan()
 	p.Progress = func(s Step) { steps = append(steps, s) }

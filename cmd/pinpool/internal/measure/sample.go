@@ -40,12 +40,6 @@ func (s samples) summary() (median, lo, hi time.Duration) {
 	return median, c[0], c[len(c)-1]
 }
 
-// MaxRuns is the most Runs a row keeps: the repeats are split into at most
-// this many consecutive batches (benchstat wants 6 or more samples of a
-// benchmark to compute a confidence interval; 10 is what go test -count=10
-// gives it).
-const MaxRuns = 10
-
 // RepeatRun is one run of a row's consecutive repeats, as one line of go test
 // -bench reports one run of b.N iterations: N repeats of Mean time each.
 type RepeatRun struct {
@@ -54,10 +48,13 @@ type RepeatRun struct {
 }
 
 // runs splits the samples, in the order they were taken, into
-// min(len(s), MaxRuns) consecutive batches whose sizes differ by at most
-// one, and returns each batch's count and mean.
-func (s samples) runs() []RepeatRun {
-	k := min(len(s), MaxRuns)
+// min(len(s), k) consecutive batches whose sizes differ by at most one,
+// and returns each batch's count and mean. A row's k is Plan.MinRepeats,
+// so that the Go benchmark format has as many samples of it as
+// --repeats asks (benchstat wants 6 or more to compute a confidence
+// interval).
+func (s samples) runs(k int) []RepeatRun {
+	k = min(len(s), max(k, 1))
 	out := make([]RepeatRun, 0, k)
 	for i, lo := 0, 0; i < k; i++ {
 		hi := lo + len(s)/k
@@ -83,9 +80,9 @@ func gbps(bytes int64, d time.Duration) float64 {
 }
 
 // transferRow makes the row of a kind, direction and size from its samples.
-func transferRow(k Kind, d Direction, size int64, s samples, timer string) Transfer {
+func transferRow(k Kind, d Direction, size int64, s samples, timer string, runs int) Transfer {
 	med, lo, hi := s.summary()
-	t := Transfer{Kind: k, Dir: d, Size: size, Repeats: len(s), Median: med, Min: lo, Max: hi, Timer: timer, Runs: s.runs()}
+	t := Transfer{Kind: k, Dir: d, Size: size, Repeats: len(s), Median: med, Min: lo, Max: hi, Timer: timer, Runs: s.runs(runs)}
 	t.GBps = gbps(t.Bytes(), med)
 	return t
 }

@@ -42,7 +42,7 @@ func TestSamplesEnough(t *testing.T) {
 }
 
 func TestTransferRow(t *testing.T) {
-	r := transferRow(Pinned, Both, 1e9, samples{time.Second, 2 * time.Second, 3 * time.Second}, "cuda-events")
+	r := transferRow(Pinned, Both, 1e9, samples{time.Second, 2 * time.Second, 3 * time.Second}, "cuda-events", 10)
 	if r.GBps != 1 || r.Median != 2*time.Second || r.Repeats != 3 || r.Bytes() != 2e9 {
 		t.Fatalf("row %+v", r)
 	}
@@ -76,22 +76,26 @@ func FuzzRotor(f *testing.F) {
 	})
 }
 
-// TestSamplesRuns: the repeats split into at most MaxRuns consecutive
-// batches, in order, none lost, sizes differing by at most one.
+// TestSamplesRuns: the repeats split into at most the asked number of
+// consecutive batches, in order, none lost, sizes differing by at most one.
 func TestSamplesRuns(t *testing.T) {
-	if r := (samples{}).runs(); len(r) != 0 {
+	const want = 10
+	if r := (samples{}).runs(want); len(r) != 0 {
 		t.Errorf("no samples: %v", r)
 	}
-	if r := (samples{4, 8}).runs(); len(r) != 2 || r[0] != (RepeatRun{1, 4}) || r[1] != (RepeatRun{1, 8}) {
+	if r := (samples{4, 8, 6}).runs(0); len(r) != 1 || r[0] != (RepeatRun{3, 6}) {
+		t.Errorf("three samples in at most 0 runs (1): %v", r)
+	}
+	if r := (samples{4, 8}).runs(want); len(r) != 2 || r[0] != (RepeatRun{1, 4}) || r[1] != (RepeatRun{1, 8}) {
 		t.Errorf("two samples: %v", r)
 	}
 	var s samples
 	for i := range 23 {
 		s = append(s, time.Duration(i))
 	}
-	r := s.runs()
-	if len(r) != MaxRuns {
-		t.Fatalf("%d runs of 23 samples, want %d", len(r), MaxRuns)
+	r := s.runs(want)
+	if len(r) != want {
+		t.Fatalf("%d runs of 23 samples, want %d", len(r), want)
 	}
 	n, lo := 0, 0
 	for i, run := range r {

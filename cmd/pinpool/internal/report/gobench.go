@@ -26,12 +26,14 @@ const goBenchPkg = "github.com/pinpool/pinpool/cmd/pinpool"
 //	BenchmarkHostCopy/size=16MiB/threads=8 <repeats> <mean> ns/op <GB/s> GB/s
 //
 // A transfer, allocation or host copy row has a line for each of its Runs
-// (its repeats in up to measure.MaxRuns consecutive batches): the
-// iteration count is the batch's repeats and ns/op their mean time. A row
-// without Runs (a report saved before they were recorded) has one line of
-// all its repeats at the median. The pool has one line per point (a single
-// timed run of Get+Release pairs): ns/op is the time of one pair on one
-// goroutine, fractional. When the pool ran at more than one
+// (its repeats in as many consecutive batches as bench's --repeats, or a
+// line per call of an allocation): the iteration count is the batch's
+// repeats and ns/op their mean time. A row without Runs (a report saved
+// before they were recorded) has one line of all its repeats at the
+// median. A pool point has a line per timed slice of its run (--repeats
+// of them; one line for a saved report without them): the iteration
+// count is the slice's Get+Release pairs and ns/op the time of one pair
+// on one goroutine, fractional. When the pool ran at more than one
 // buffer size its names also carry /size=, and with several devices the
 // transfers /device=N (or all). Unit lines tell benchstat
 // that more GB/s and ops/s is better. Name parts have no spaces: sizes
@@ -121,8 +123,16 @@ func WriteGoBench(w io.Writer, r *measure.Report) error {
 		if len(poolSizes) > 1 {
 			size = "/size=" + compactSize(p.Size)
 		}
-		result(fmt.Sprintf("Pool/impl=%s%s/goroutines=%d", namePart(p.Impl), size, p.Goroutines), int(p.Ops),
-			ns(p.NsPerOp), benchfmt.Value{Value: p.OpsPerSec, Unit: "ops/s"})
+		name := fmt.Sprintf("Pool/impl=%s%s/goroutines=%d", namePart(p.Impl), size, p.Goroutines)
+		if len(p.Runs) == 0 {
+			result(name, int(p.Ops), ns(p.NsPerOp), benchfmt.Value{Value: p.OpsPerSec, Unit: "ops/s"})
+		}
+		for _, s := range p.Runs {
+			if s.Ops > 0 && s.Elapsed > 0 {
+				result(name, int(s.Ops), ns(float64(s.Elapsed.Nanoseconds())*float64(p.Goroutines)/float64(s.Ops)),
+					benchfmt.Value{Value: float64(s.Ops) / s.Elapsed.Seconds(), Unit: "ops/s"})
+			}
+		}
 	}
 	for _, h := range r.HostCopies {
 		runs(fmt.Sprintf("HostCopy/size=%s/threads=%d", compactSize(h.Size), h.Threads), h.Runs, h.Repeats, h.Median, h.Size, h.GBps)
