@@ -24,7 +24,8 @@ type class struct {
 
 	chunks atomic.Pointer[[]*chunk] // live chunks; replaced (copy on write) under core.mu
 
-	reserved atomic.Int64  // idle buffers Reserve asked to keep: policy trimming spares them
+	claims   reserveClaims // what Reserves asked to keep, and those in progress
+	reserved atomic.Int64  // idle buffers Reserve asked to keep (claims, published): policy trimming spares them
 	decay    atomic.Int64  // ns this class's idle memory above MaxIdle stays after its last use (see Options.IdleDecay); <= 0: never freed by decay
 	decayed  atomic.Int64  // unix ns of the last decay trim; 0: none
 	pending  atomic.Int64  // slots waiting on a fence

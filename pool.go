@@ -321,10 +321,7 @@ func (p *Pool) Reserve(n, count int) error {
 			return fmt.Errorf("%w: Reserve of %d buffers of %d bytes needs more than the limit of %d bytes", ErrBudget, count, c.size, lim)
 		}
 	}
-	prev := c.reserved.Load() // raised to count unless already at least that
-	for int64(count) > prev && !c.reserved.CompareAndSwap(prev, int64(count)) {
-		prev = c.reserved.Load()
-	}
+	done := c.claimReserve(int64(count))
 	for idle := c.idleCount(); idle < count; idle = c.idleCount() {
 		err := ErrClosed
 		if !p.core.isClosed() {
@@ -333,11 +330,12 @@ func (p *Pool) Reserve(n, count int) error {
 		if err != nil {
 			// What this call grew stays idle, but is not kept any more:
 			// the policy and other sizes' growth may take it back.
-			c.reserved.CompareAndSwap(int64(count), prev)
+			done(false)
 			p.core.budget.broadcast()
 			return err
 		}
 	}
+	done(true)
 	return nil
 }
 
@@ -351,7 +349,7 @@ func (p *Pool) Trim() int64 {
 	p.pollPending(true)
 	var freed int64
 	for _, c := range p.classList() {
-		c.reserved.Store(0)
+		c.dropKept()
 		f, _ := c.trimClass(trimPlan{want: -1, reason: TrimExplicit})
 		freed += f
 	}

@@ -17,6 +17,7 @@ type trimPlan struct {
 	want   int64             // bytes to free at least; < 0: no byte target
 	keep   int               // idle buffers that stay
 	below  bool              // may free a chunk that takes the idle count below keep, while it is above keep before (so that at most keep stay idle)
+	floor  int               // idle buffers that stay even when below is set: what Reserve asked to keep
 	pick   func(*chunk) bool // chooses among the candidates; nil: any
 	reason TrimReason
 }
@@ -41,7 +42,7 @@ func (c *class) trimClass(pl trimPlan) (int64, error) {
 			continue
 		}
 		n := idleIn(ch)
-		if !pl.below && idle-n < pl.keep || !ch.claimForFree() {
+		if !pl.below && idle-n < pl.keep || idle-n < pl.floor || !ch.claimForFree() {
 			continue
 		}
 		victims = append(victims, ch)
