@@ -1,10 +1,12 @@
 package cudahost
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/hostmem"
@@ -26,6 +28,7 @@ type Backend struct {
 	allocFlags cuda.HostAllocFlags
 	regFlags   cuda.HostRegisterFlags
 	regChunk   int // RegisterChunk rounded up to the system page size
+	splits     atomic.Int64 // registrations refused for their size and retried in smaller parts
 
 	// releaseCtx releases the primary context (ctx.Close); tests replace it.
 	releaseCtx func() error
@@ -141,10 +144,27 @@ func (b *Backend) release() error {
 // otherwise). It is slow (a driver call that pins every page, plus mmap and
 // prefault for Register) and must be kept off hot paths. On failure nothing
 // is left allocated, mapped or registered. After Close it fails with
-// ErrClosed.
+// ErrClosed. It is AllocContext without a context or progress.
 func (b *Backend) Alloc(size int) (*Chunk, error) {
+	return b.AllocContext(context.Background(), size, nil)
+}
+
+// AllocContext is Alloc that can be cancelled and reports progress. With
+// the Register method the chunk is made in pieces of at most
+// Options.RegisterChunk bytes: when ctx is done between two pieces, what was
+// made is undone and the error wraps ctx's error; progress, if not nil, is
+// called after each piece with the bytes pinned so far (rising, never
+// concurrently). With HostAlloc the chunk is one driver call: ctx is looked
+// at before it, and progress is called once, at the end.
+func (b *Backend) AllocContext(ctx context.Context, size int, progress func(pinned int)) (*Chunk, error) {
 	if size <= 0 || size%pageUnit != 0 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrInvalidSize, size)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cudahost: %s: allocating %d bytes: %w", b.name, size, err)
 	}
 	if err := b.acquire(); err != nil {
 		return nil, err
@@ -152,9 +172,12 @@ func (b *Backend) Alloc(size int) (*Chunk, error) {
 	var c *Chunk
 	var err error
 	if b.opt.Method == Register {
-		c, err = b.allocRegister(size)
+		c, err = b.allocRegister(ctx, size, progress)
 	} else {
 		c, err = b.allocHost(size)
+		if err == nil && progress != nil {
+			progress(size)
+		}
 	}
 	if err != nil {
 		return nil, also(err, b.release())
@@ -171,26 +194,41 @@ func (b *Backend) allocHost(size int) (*Chunk, error) {
 	return b.finish(m.Bytes()[:size:size], []part{m}, nil)
 }
 
-// allocRegister maps, prefaults and registers size bytes.
-func (b *Backend) allocRegister(size int) (*Chunk, error) {
-	r, err := hostmem.Map(size, hostmem.Options{
-		HugePages:       b.opt.HugePages,
-		BindNUMA:        b.opt.BindNUMA,
-		NUMANode:        b.opt.NUMANode,
-		PrefaultWorkers: b.opt.PrefaultWorkers,
+// allocRegister maps size bytes and prefaults and registers them piece by
+// piece (pipeline.go).
+func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int)) (*Chunk, error) {
+	r, err := hostmem.MapLazy(size, hostmem.Options{
+		HugePages: b.opt.HugePages,
+		BindNUMA:  b.opt.BindNUMA,
+		NUMANode:  b.opt.NUMANode,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cudahost: %s: mapping %d bytes: %w", b.name, size, err)
 	}
 	mem := r.Bytes()
-	parts, err := cuda.RegisterInParts(mem[:cap(mem)], b.regChunk, func(p []byte) (part, error) {
+	mem = mem[:cap(mem)]
+	align := os.Getpagesize()
+	if r.HugePages() && len(mem) >= hugeAlign {
+		align = hugeAlign
+	}
+	pl := plan(len(mem), b.regChunk, b.opt.PrefaultWorkers, b.opt.RegisterWorkers, align)
+	g, err := pl.run(ctx, r, mem, func(p []byte) (part, error) {
 		return b.ctx.HostRegister(p, b.regFlags)
-	})
+	}, progress)
 	if err != nil {
 		return nil, also(fmt.Errorf("cudahost: %s: %w", b.name, err), unmapErr(r.Unmap()))
 	}
-	return b.finish(mem[:size:size], parts, r)
+	b.splits.Add(int64(g.splits))
+	c, err := b.finish(mem[:size:size], g.parts, r)
+	if c != nil {
+		c.workers = max(pl.register, pl.prefault)
+	}
+	return c, err
 }
+
+// hugeAlign is the transparent huge page size the pipeline keeps whole
+// (x86-64 and arm64 with 4 KiB pages).
+const hugeAlign = 2 << 20
 
 // finish makes the Chunk and, for mapped memory, looks up its device
 // pointer; on failure it frees what was made.

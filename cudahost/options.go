@@ -73,6 +73,12 @@ type Options struct {
 	// default, min(GOMAXPROCS, 8).
 	PrefaultWorkers int
 
+	// RegisterWorkers is the number of goroutines that call
+	// cuMemHostRegister at once while an allocation grows (Register method
+	// only), each on the next piece whose pages are backed. Zero or
+	// negative means DefaultRegisterWorkers.
+	RegisterWorkers int
+
 	// RegisterChunk is the most bytes one cuMemHostRegister call pins
 	// (Register method only): a larger allocation is registered as several
 	// consecutive registrations, all undone on failure and on Free. Zero

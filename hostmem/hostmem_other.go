@@ -28,3 +28,12 @@ const RaiseLockLimitHint = "`ulimit -l unlimited`"
 
 // LockLimitHint is RaiseLockLimitHint (Linux only).
 func LockLimitHint() string { return RaiseLockLimitHint }
+
+// MapLazy returns ErrUnsupported: the real implementation is Linux only.
+func MapLazy(size int, opt Options) (*Region, error) { return nil, ErrUnsupported }
+
+// Prefault returns ErrUnsupported: the real implementation is Linux only.
+func (r *Region) Prefault(off, n int) error { return ErrUnsupported }
+
+// Discard returns ErrUnsupported: the real implementation is Linux only.
+func (r *Region) Discard(off, n int) error { return ErrUnsupported }

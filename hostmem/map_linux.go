@@ -39,6 +39,34 @@ func Alloc(size int, opt Options) (*Region, error) {
 const maxNUMANodes = 1 << 15
 
 func newRegion(size int, opt Options, lock bool) (*Region, error) {
+	r, err := newRegionLazy(size, opt)
+	if err != nil {
+		return nil, err
+	}
+	page := unix.Getpagesize()
+	mem := unsafe.Slice((*byte)(r.base), r.capacity)
+	fail := func(err error) (*Region, error) {
+		_ = unix.MunmapPtr(r.base, uintptr(r.capacity))
+		return nil, err
+	}
+	align := page
+	if r.huge && r.capacity >= hugePageSize() {
+		align = hugePageSize()
+	}
+	if err := prefault(mem, page, align, opt.PrefaultWorkers); err != nil {
+		return fail(err)
+	}
+	if lock {
+		if err := unix.Mlock(mem); err != nil {
+			return fail(lockError(r.capacity, err))
+		}
+		r.locked = true
+	}
+	return r, nil
+}
+
+// newRegionLazy maps, binds and advises a region, and backs none of it.
+func newRegionLazy(size int, opt Options) (*Region, error) {
 	page := unix.Getpagesize()
 	capacity, ok := roundUp(size, page)
 	if size <= 0 || !ok {
@@ -70,21 +98,8 @@ func newRegion(size int, opt Options, lock bool) (*Region, error) {
 			return fail(fmt.Errorf("%w %d: mbind: %w", ErrNUMA, node, err))
 		}
 	}
-	align := page
 	if opt.HugePages {
 		r.huge = unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil
-		if r.huge && capacity >= huge {
-			align = huge
-		}
-	}
-	if err := prefault(mem, page, align, opt.PrefaultWorkers); err != nil {
-		return fail(err)
-	}
-	if lock {
-		if err := unix.Mlock(mem); err != nil {
-			return fail(lockError(capacity, err))
-		}
-		r.locked = true
 	}
 	return r, nil
 }
