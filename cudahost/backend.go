@@ -27,7 +27,7 @@ type Backend struct {
 	name       string
 	allocFlags cuda.HostAllocFlags
 	regFlags   cuda.HostRegisterFlags
-	regChunk   int // RegisterChunk rounded up to the system page size
+	regChunk   int          // RegisterChunk rounded up to the system page size
 	splits     atomic.Int64 // registrations refused for their size and retried in smaller parts
 
 	// releaseCtx releases the primary context (ctx.Close); tests replace it.

@@ -34,8 +34,8 @@ type Chunk struct {
 	// workers is how many goroutines Free uses to give the parts back.
 	workers int
 	dptr    uintptr
-	mapped bool
-	freed  atomic.Bool
+	mapped  bool
+	freed   atomic.Bool
 }
 
 // Bytes returns the memory; its length is the size given to Alloc. It
