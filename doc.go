@@ -12,7 +12,7 @@
 //
 // Pool.Get (which may wait) and Pool.TryGet (which never does) return a
 // Buffer of the length asked, backed by a buffer of its size class: classes
-// waste at most 12.5% above 32 KiB, or, with Options.Exact, every size
+// waste at most 12.5% above 32 KiB and under 0.8% above 1 GiB, or, with Options.Exact, every size
 // rounded to whole pages is its own class. Buffer.Bytes is the memory,
 // page-aligned and not zeroed. Buffer.Release gives it back. A Buffer is a
 // small handle, released exactly once: afterwards every copy of it is dead,
