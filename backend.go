@@ -1,5 +1,7 @@
 package pinpool
 
+import "context"
+
 // Backend is where a pool gets its memory: large page-aligned allocations
 // ("chunks") that the pool carves into buffers. Allocations are slow (a
 // driver call, page faults, mlock); the pool calls Alloc only when it grows
@@ -32,4 +34,27 @@ type Allocation interface {
 	// Free returns the memory to the system. It is called exactly once,
 	// after no buffer of the chunk is in use or pending.
 	Free() error
+}
+
+// ContextBackend is a Backend that can make one allocation in bounded
+// steps (pinning a large range takes seconds): AllocContext stops between
+// steps once ctx is done, undoing what it made (the error wraps ctx's
+// error), and calls progress, if not nil, with the bytes made so far,
+// rising, from one goroutine at a time. The pool uses it when the backend
+// has it, so that Reserve can be cancelled and report progress inside one
+// large allocation and Close does not wait for a growth to finish. The
+// cudahost backends have it (through CUDABackend).
+type ContextBackend interface {
+	Backend
+	AllocContext(ctx context.Context, size int, progress func(made int)) (Allocation, error)
+}
+
+// GrowLimiter is a Backend whose allocations hold a lock that others wait
+// for as long as each call lasts, so that the pool should not ask for more
+// than GrowLimit bytes at once (cuMemHostAlloc: one call for the whole
+// size). The pool then grows in allocations of at most that size, except
+// that a single buffer larger than it is one allocation. Zero means no
+// limit.
+type GrowLimiter interface {
+	GrowLimit() int
 }

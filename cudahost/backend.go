@@ -89,6 +89,20 @@ func newBackend(ctx *cuda.Context, props cuda.Properties, opt Options, release f
 // example "cuda:0/register" or "cuda:0/hostalloc+wc+mapped".
 func (b *Backend) Name() string { return b.name }
 
+// GrowLimit is the most bytes a pool should ask of one Alloc: with
+// HostAlloc, Options.HostAllocChunk (one cuMemHostAlloc holds the driver's
+// lock for its whole length); with Register, zero (no limit: Alloc pins a
+// large size in pieces of RegisterChunk bytes itself).
+func (b *Backend) GrowLimit() int {
+	if b.opt.Method == Register {
+		return 0
+	}
+	if b.opt.HostAllocChunk > 0 {
+		return b.opt.HostAllocChunk
+	}
+	return DefaultHostAllocChunk
+}
+
 // Options returns the options the backend runs with: those given to New with
 // Method resolved (never Auto) and, for Register, RegisterChunk set.
 func (b *Backend) Options() Options { return b.opt }

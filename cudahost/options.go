@@ -7,8 +7,18 @@ import (
 )
 
 // DefaultRegisterChunk is the RegisterChunk used when Options.RegisterChunk
-// is zero: cuda.DefaultRegisterChunk (64 GiB).
-const DefaultRegisterChunk = cuda.DefaultRegisterChunk
+// is zero: small enough that one registration call keeps other streams
+// waiting for a short while only, large enough that the driver's cost per
+// call stays small against the pinning (BenchmarkArena and `pinpool arena`
+// measure both for each piece size).
+const DefaultRegisterChunk = 64 << 20
+
+// MaxRegisterChunk is the largest RegisterChunk: no single registration
+// call pins more (driver r580 fails from 512 GiB).
+const MaxRegisterChunk = 64 << 30
+
+// DefaultHostAllocChunk is the HostAllocChunk used when it is zero.
+const DefaultHostAllocChunk = 4 << 20
 
 // pageUnit is the granularity of sizes.
 const pageUnit = 4096
@@ -79,13 +89,24 @@ type Options struct {
 	// negative means DefaultRegisterWorkers.
 	RegisterWorkers int
 
+	// HostAllocChunk is the most bytes the pool should ask of one
+	// cuMemHostAlloc (HostAlloc method only; see Backend.GrowLimit): the
+	// call holds a driver-wide lock for its whole length (about 2 GB/s on
+	// the reference host), so a larger one stalls other streams' copies
+	// for longer. Zero means DefaultHostAllocChunk; otherwise a positive
+	// multiple of 4096.
+	HostAllocChunk int
+
 	// RegisterChunk is the most bytes one cuMemHostRegister call pins
-	// (Register method only): a larger allocation is registered as several
-	// consecutive registrations, all undone on failure and on Free. Zero
-	// means DefaultRegisterChunk; otherwise it must be a positive multiple
-	// of 4096 (it is rounded up to the system page size where pages are
-	// larger). A copy whose host range crosses a part boundary is still
-	// correct, but the driver may treat it as pageable.
+	// (Register method only), at most MaxRegisterChunk: a larger
+	// allocation is registered as several consecutive registrations, all
+	// undone on failure and on Free. Each call holds the driver's lock
+	// while it pins, so the piece bounds how long other streams' copies
+	// wait. Zero means DefaultRegisterChunk; otherwise it must be a
+	// positive multiple of 4096 (it is rounded up to the system page size
+	// where pages are larger). The driver takes a copy only when it lies
+	// inside one registration; package cuda's copies split a copy that
+	// crosses a part boundary into one copy per part.
 	RegisterChunk int
 }
 
@@ -105,6 +126,10 @@ func checkOptions(opt Options) error {
 		return fmt.Errorf("%w: negative NUMA node %d", ErrInvalidOptions, opt.NUMANode)
 	case chunkErr != nil:
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, chunkErr)
+	case opt.RegisterChunk > MaxRegisterChunk:
+		return fmt.Errorf("%w: RegisterChunk %d: at most %d (single registrations of 512 GiB and more fail)", ErrInvalidOptions, opt.RegisterChunk, int64(MaxRegisterChunk))
+	case opt.HostAllocChunk < 0 || opt.HostAllocChunk%pageUnit != 0:
+		return fmt.Errorf("%w: HostAllocChunk %d: want 0 (default %d) or a positive multiple of %d", ErrInvalidOptions, opt.HostAllocChunk, DefaultHostAllocChunk, pageUnit)
 	case opt.WriteCombined && opt.Method == Register:
 		return fmt.Errorf("%w: WriteCombined needs the hostalloc method (cuMemHostRegister has no write-combined flag)", ErrInvalidOptions)
 	case opt.registerOnly() && opt.Method == HostAlloc:
@@ -191,7 +216,11 @@ func validate(opt Options, p cuda.Properties) (Options, error) {
 		return opt, fmt.Errorf("%w: %s: ReadOnly: the device does not report read-only host-register support", ErrUnsupported, describe(p))
 	}
 	if opt.Method == Register {
-		n, err := cuda.RegisterChunkSize(int64(opt.RegisterChunk)) // checked by checkOptions
+		chunk := int64(opt.RegisterChunk)
+		if chunk == 0 {
+			chunk = DefaultRegisterChunk
+		}
+		n, err := cuda.RegisterChunkSize(chunk) // checked by checkOptions
 		if err != nil {
 			return opt, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
