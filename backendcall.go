@@ -1,6 +1,7 @@
 package pinpool
 
 import (
+	"context"
 	"fmt"
 	"time"
 	"unsafe"
@@ -12,7 +13,10 @@ import (
 
 // backendAlloc allocates size bytes and checks what came back: at least
 // size bytes, page-aligned. Bad memory is freed and reported as ErrGrow.
-func (co *core) backendAlloc(size int64) (a Allocation, mem []byte, took time.Duration, err error) {
+//
+// A ContextBackend is given ctx and progress (bytes made so far); another
+// backend is asked only when ctx is not done yet.
+func (co *core) backendAlloc(ctx context.Context, size int64, progress func(int64)) (a Allocation, mem []byte, took time.Duration, err error) {
 	t0 := time.Now()
 	defer func() {
 		took = time.Since(t0)
@@ -28,7 +32,15 @@ func (co *core) backendAlloc(size int64) (a Allocation, mem []byte, took time.Du
 			co.failures.Add(1)
 		}
 	}()
-	a, err = co.backend.Alloc(int(size))
+	if cb, ok := co.backend.(ContextBackend); ok {
+		var report func(int)
+		if progress != nil {
+			report = func(n int) { progress(int64(n)) }
+		}
+		a, err = cb.AllocContext(ctx, int(size), report)
+	} else if err = ctx.Err(); err == nil {
+		a, err = co.backend.Alloc(int(size))
+	}
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("%w: %d bytes from %s: %w", ErrGrow, size, co.backendName, err)
 	}
@@ -85,4 +97,14 @@ func devicePointerOf(a Allocation) (d uintptr, ok bool) {
 	}()
 	d, err := a.DevicePointer()
 	return d, err == nil
+}
+
+// growLimitOf asks a backend for its GrowLimit; a panic means none.
+func growLimitOf(g GrowLimiter) (n int) {
+	defer func() {
+		if recover() != nil {
+			n = 0
+		}
+	}()
+	return g.GrowLimit()
 }

@@ -16,8 +16,11 @@ type class struct {
 	chunkBytes int64 // the smallest allocation: size * perChunk
 	batch      int   // buffers per allocation of the first growth
 	maxBatch   int   // buffers per allocation at most: GrowBytes of them, at least batch
-	cache      procCache
-	_          [cacheLine]byte // keeps what slow paths write off those lines
+	// reserveBatch is the most buffers one allocation of a Reserve takes:
+	// reserveAllocBytes of them, at least maxBatch.
+	reserveBatch int
+	cache        procCache
+	_            [cacheLine]byte // keeps what slow paths write off those lines
 
 	growMu sync.Mutex   // one growth at a time per class
 	ramp   atomic.Int64 // buffers the next growth allocates: doubles per growth, back to batch on a trim
@@ -54,11 +57,19 @@ func newClass(co *core, o *Options, size int64) *class {
 		c.batch = int(max(1, min(int64(o.GrowCount), o.GrowBytes/size)))
 	}
 	// Whole slabs, or whole buffers, up to GrowBytes (and the budget).
-	limit := o.GrowBytes
+	limit, reserveLimit := o.GrowBytes, int64(reserveAllocBytes)
 	if o.Budget > 0 {
-		limit = min(limit, o.Budget)
+		limit, reserveLimit = min(limit, o.Budget), min(reserveLimit, o.Budget)
+	}
+	if gl := co.growLimit; gl > 0 {
+		// The backend holds a lock for the length of each allocation.
+		limit, reserveLimit = min(limit, gl), min(reserveLimit, gl)
+		if c.perChunk == 1 {
+			c.batch = int(max(1, min(int64(c.batch), gl/size)))
+		}
 	}
 	c.maxBatch = max(c.batch, int(limit/c.chunkBytes)*c.perChunk)
+	c.reserveBatch = max(c.maxBatch, int(reserveLimit/c.chunkBytes)*c.perChunk)
 	c.ramp.Store(int64(c.batch))
 	c.decay.Store(int64(o.IdleDecay))
 	c.cache.init()

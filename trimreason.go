@@ -24,14 +24,18 @@ const (
 	// TrimFenceError: an allocation freed once the buffers of it whose
 	// fence failed were the only ones left.
 	TrimFenceError
+	// TrimReserveFailed: memory a Reserve grew and no Get took, freed
+	// because the Reserve failed or was cancelled.
+	TrimReserveFailed
 
 	numTrimReasons
 )
 
-var trimReasonNames = [numTrimReasons]string{"cap", "decay", "idle_timeout", "pressure", "explicit", "close", "fence_error"}
+var trimReasonNames = [numTrimReasons]string{"cap", "decay", "idle_timeout", "pressure", "explicit", "close", "fence_error", "reserve_failed"}
 
 // String returns the reason's name as metrics label it: "cap", "decay",
-// "idle_timeout", "pressure", "explicit", "close" or "fence_error".
+// "idle_timeout", "pressure", "explicit", "close", "fence_error" or
+// "reserve_failed".
 func (r TrimReason) String() string {
 	if r < 0 || r >= numTrimReasons {
 		return "unknown"

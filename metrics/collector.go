@@ -218,7 +218,7 @@ func newCollector(p *pinpool.Pool, opts []Option) (*Collector, error) {
 		func(s *pinpool.Stats) float64 { return i64(s.LockLimit) })
 	c.growSeconds = desc("grow_duration_seconds", "Time of each backend allocation (pinpool.DurationBounds).")
 	c.waitSeconds = desc("budget_wait_duration_seconds", "How long each Get that waited for room in the budget (or the lock limit) waited, served or not.")
-	c.trimsBy = desc("trims_by_reason_total", `Backend frees by reason (pinpool.TrimReason): "cap" (room for another size under a budget or limit), "decay" (idle above MaxIdle not needed for the decay time), "idle_timeout", "pressure" (headroom below MinAvailable), "explicit" (Trim), "close", "fence_error". They add up to pinpool_trims_total.`, "reason")
+	c.trimsBy = desc("trims_by_reason_total", `Backend frees by reason (pinpool.TrimReason): "cap" (room for another size under a budget or limit), "decay" (idle above MaxIdle not needed for the decay time), "idle_timeout", "pressure" (headroom below MinAvailable), "explicit" (Trim), "close", "fence_error", "reserve_failed" (what a failed or cancelled Reserve grew). They add up to pinpool_trims_total.`, "reason")
 	c.classes = desc("size_classes", "Size classes of the pool, including those summed under size=\"other\".")
 
 	counter("gets_total", "Get and TryGet calls for a valid size on an open pool.",
