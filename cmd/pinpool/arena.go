@@ -21,7 +21,7 @@ import (
 // measures the host backend (mmap + prefault + mlock) the same way, within
 // RLIMIT_MEMLOCK.
 type arenaCmd struct {
-	Sizes    []byteSize `help:"Arena sizes, one measurement of every way for each." default:"4GiB"`
+	Sizes    []byteSize `help:"Arena sizes, one measurement of every way for each. Default: 4 GiB, or on the host backend as much as RLIMIT_MEMLOCK lets this process lock, if that is less."`
 	Ways     []arenaWay `help:"Ways to make the arena: pool[+register|+register+huge|+hostalloc|+host][:blocks=SIZE], hostalloc-raw, register[:piece=SIZE][:prefault=N][:regw=N][:huge=0|1][:alloc=SIZE], hostalloc[:alloc=SIZE], host[:alloc=SIZE][:prefault=N][:huge=0|1]. Default: the pool's defaults as 2 MiB blocks and as one buffer, and one cuMemHostAlloc (the host backend alone without a GPU)."`
 	JSON     bool       `short:"j" help:"One JSON object per measurement."`
 	Progress string     `enum:"auto,always,never" default:"auto" help:"Progress bar on stderr: auto (when it is a terminal), always, never."`
@@ -58,9 +58,13 @@ func (c *arenaCmd) Run(g *globals) error {
 	if gpu == nil {
 		fmt.Fprintln(g.stderr, "pinpool arena: no GPU: measuring the host backend (mmap + mlock), without a neighbour")
 	}
+	sizes := c.Sizes
+	if len(sizes) == 0 {
+		sizes = []byteSize{defaultArenaSize(gpu != nil)}
+	}
 	var results []measure.ArenaResult
 	failed := 0
-	for _, size := range c.Sizes {
+	for _, size := range sizes {
 		n := int64(size)
 		if err := c.fits(n, gpu != nil); err != nil {
 			return err
@@ -116,6 +120,22 @@ func (c *arenaCmd) fits(n int64, gpu bool) error {
 		}
 	}
 	return nil
+}
+
+// defaultArenaSize is 4 GiB, or on the host backend what RLIMIT_MEMLOCK
+// allows, in whole 2 MiB blocks, when that is less (an ordinary user's 8
+// MiB measures 6 MiB, leaving room for the tool's own locked memory).
+func defaultArenaSize(gpu bool) byteSize {
+	const def, block = 4 << 30, 2 << 20
+	if gpu {
+		return def
+	}
+	allow, limited, err := hostmem.LockAllowance()
+	if err != nil || !limited || allow >= def {
+		return def
+	}
+	n := int64(allow) - block
+	return byteSize(max(block, n/block*block))
 }
 
 func arenaBar(w io.Writer, mode string, total int64, what string) *progressbar.ProgressBar {

@@ -365,25 +365,7 @@ func poolArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions) (fu
 	if int64(int(n)) != n {
 		return closeAll, p.Backend().Name(), fmt.Errorf("measure: %d-byte buffers do not fit an int", n)
 	}
-	stop := make(chan struct{})
-	var watch sync.WaitGroup
-	if o.Progress != nil {
-		watch.Go(func() {
-			t := time.NewTicker(50 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					o.Progress(p.Stats().BytesHeld)
-				}
-			}
-		})
-	}
 	err = reservePool(ctx, p, int(n), count, o.Progress)
-	close(stop)
-	watch.Wait()
 	if err == nil {
 		report(o, total)
 	}
@@ -410,7 +392,11 @@ func parseArenaSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// reservePool reserves count buffers of n bytes.
+// reservePool reserves count buffers of n bytes, reporting the bytes made.
 func reservePool(ctx context.Context, p *pinpool.Pool, n, count int, progress func(int64)) error {
-	return p.Reserve(n, count)
+	var report func(made, total int64)
+	if progress != nil {
+		report = func(made, _ int64) { progress(made) }
+	}
+	return p.ReserveContext(ctx, n, count, report)
 }
