@@ -58,3 +58,14 @@ type ContextBackend interface {
 type GrowLimiter interface {
 	GrowLimit() int
 }
+
+// The pool reports (Stats) what a backend and its allocations say of
+// themselves through these optional methods, when they have them.
+type (
+	// hugePaged is an Allocation that knows how many of its bytes were
+	// backed by huge pages when it was made.
+	hugePaged interface{ HugePageBytes() int64 }
+	// splitter is a Backend that retries a pin call the system refused
+	// for its size in smaller parts, and counts it.
+	splitter interface{ SplitRetries() uint64 }
+)

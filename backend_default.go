@@ -55,6 +55,8 @@ func (c cudaBackend) AllocContext(ctx context.Context, size int, progress func(i
 
 func (c cudaBackend) GrowLimit() int { return c.b.GrowLimit() }
 
+func (c cudaBackend) SplitRetries() uint64 { return c.b.SplitRetries() }
+
 func (c cudaBackend) Close() error { return c.b.Close() }
 
 var (

@@ -108,3 +108,33 @@ func growLimitOf(g GrowLimiter) (n int) {
 	}()
 	return g.GrowLimit()
 }
+
+// hugePageBytesOf asks an allocation how much of it huge pages back; an
+// allocation that does not say, or panics, counts 0.
+func hugePageBytesOf(a Allocation) (n int64) {
+	h, ok := a.(hugePaged)
+	if !ok {
+		return 0
+	}
+	defer func() {
+		if recover() != nil {
+			n = 0
+		}
+	}()
+	return max(0, h.HugePageBytes())
+}
+
+// splitRetriesOf asks a backend how many pin calls it split; 0 when it
+// does not say or panics.
+func splitRetriesOf(b Backend) (n uint64) {
+	s, ok := b.(splitter)
+	if !ok {
+		return 0
+	}
+	defer func() {
+		if recover() != nil {
+			n = 0
+		}
+	}()
+	return s.SplitRetries()
+}

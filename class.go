@@ -90,6 +90,7 @@ func (c *class) setChunks(l []*chunk) { c.chunks.Store(&l) }
 func (c *class) newChunk(a Allocation, mem []byte, k int, firstInUse bool) *chunk {
 	ch := &chunk{alloc: a, class: c, bytes: int64(k) * c.size, slots: make([]slot, k)}
 	ch.devPtr, ch.mapped = devicePointerOf(a)
+	ch.huge = hugePageBytesOf(a)
 	base := unsafe.Pointer(unsafe.SliceData(mem))
 	for i := range ch.slots {
 		s := &ch.slots[i]

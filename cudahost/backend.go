@@ -89,6 +89,11 @@ func newBackend(ctx *cuda.Context, props cuda.Properties, opt Options, release f
 // example "cuda:0/register" or "cuda:0/hostalloc+wc+mapped".
 func (b *Backend) Name() string { return b.name }
 
+// SplitRetries returns how many registrations the driver refused and the
+// backend retried in halves (the kernel may cap how much one pin call
+// takes), since New.
+func (b *Backend) SplitRetries() uint64 { return uint64(b.splits.Load()) }
+
 // GrowLimit is the most bytes a pool should ask of one Alloc: with
 // HostAlloc, Options.HostAllocChunk (one cuMemHostAlloc holds the driver's
 // lock for its whole length); with Register, zero (no limit: Alloc pins a
@@ -236,9 +241,16 @@ func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int
 	c, err := b.finish(mem[:size:size], g.parts, r)
 	if c != nil {
 		c.workers = max(pl.register, pl.prefault)
+		if size >= hugeReportMin {
+			c.hugeBytes, _ = r.HugePageBytes() // 0 when unknown
+		}
 	}
 	return c, err
 }
+
+// hugeReportMin is the smallest chunk whose huge pages are looked up
+// (reading /proc/self/smaps costs more than a small growth is worth).
+const hugeReportMin = 64 << 20
 
 // hugeAlign is the transparent huge page size the pipeline keeps whole
 // (x86-64 and arm64 with 4 KiB pages).

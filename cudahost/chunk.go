@@ -32,10 +32,11 @@ type Chunk struct {
 	parts  []part // in address order
 	region unmapper
 	// workers is how many goroutines Free uses to give the parts back.
-	workers int
-	dptr    uintptr
-	mapped  bool
-	freed   atomic.Bool
+	workers   int
+	hugeBytes int64 // backed by huge pages when made
+	dptr      uintptr
+	mapped    bool
+	freed     atomic.Bool
 }
 
 // Bytes returns the memory; its length is the size given to Alloc. It
@@ -54,6 +55,17 @@ func (c *Chunk) Pointer() unsafe.Pointer {
 	}
 	return unsafe.Pointer(unsafe.SliceData(c.mem))
 }
+
+// HugePageBytes returns how many bytes of the chunk were backed by huge
+// pages when it was made (hostmem.Region.HugePageBytes): with
+// Options.HugePages, all of it from the hugetlb pool or what transparent
+// huge pages the kernel gave; 0 otherwise (HostAlloc: the driver's pages;
+// chunks under 64 MiB, for which it is not looked up).
+func (c *Chunk) HugePageBytes() int64 { return min(c.hugeBytes, int64(len(c.mem))) }
+
+// Registrations returns how many cuMemHostRegister calls pinned the chunk
+// (1 for HostAlloc: one cuMemHostAlloc).
+func (c *Chunk) Registrations() int { return len(c.parts) }
 
 // Len returns the size given to Alloc.
 func (c *Chunk) Len() int { return len(c.mem) }

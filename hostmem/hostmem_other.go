@@ -37,3 +37,9 @@ func (r *Region) Prefault(off, n int) error { return ErrUnsupported }
 
 // Discard returns ErrUnsupported: the real implementation is Linux only.
 func (r *Region) Discard(off, n int) error { return ErrUnsupported }
+
+// HugeTLB is false: the real implementation is Linux only.
+func (r *Region) HugeTLB() bool { return false }
+
+// HugePageBytes returns ErrUnsupported: the real implementation is Linux only.
+func (r *Region) HugePageBytes() (int64, error) { return 0, ErrUnsupported }

@@ -82,26 +82,42 @@ func newRegionLazy(size int, opt Options) (*Region, error) {
 	huge := 0
 	if opt.HugePages {
 		huge = hugePageSize()
+		if tlb := hugeTLB(capacity); tlb > 0 {
+			if n, ok := roundUp(capacity, tlb); ok {
+				if p, err := mapHugeTLB(n, tlb); err == nil {
+					r := &Region{base: p, size: size, capacity: n, node: node, huge: true, hugetlb: true}
+					return r, r.bind(node)
+				}
+			}
+			// Another mapping took the free pages meanwhile: fall back to
+			// transparent huge pages.
+		}
 	}
 	base, err := mapAligned(capacity, huge, page)
 	if err != nil {
 		return nil, fmt.Errorf("hostmem: mmap of %d bytes: %w", capacity, err)
 	}
 	r := &Region{base: base, size: size, capacity: capacity, node: node}
-	mem := unsafe.Slice((*byte)(base), capacity)
-	fail := func(err error) (*Region, error) {
-		_ = unix.MunmapPtr(base, uintptr(capacity))
+	if err := r.bind(node); err != nil {
 		return nil, err
 	}
-	if node >= 0 {
-		if err := mbind(mem, node); err != nil {
-			return fail(fmt.Errorf("%w %d: mbind: %w", ErrNUMA, node, err))
-		}
-	}
 	if opt.HugePages {
-		r.huge = unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil
+		r.huge = unix.Madvise(unsafe.Slice((*byte)(base), capacity), unix.MADV_HUGEPAGE) == nil
 	}
 	return r, nil
+}
+
+// bind binds a new region to node (none when node < 0); on failure it
+// unmaps the region.
+func (r *Region) bind(node int) error {
+	if node < 0 {
+		return nil
+	}
+	if err := mbind(unsafe.Slice((*byte)(r.base), r.capacity), node); err != nil {
+		_ = unix.MunmapPtr(r.base, uintptr(r.capacity))
+		return fmt.Errorf("%w %d: mbind: %w", ErrNUMA, node, err)
+	}
+	return nil
 }
 
 // release unlocks and unmaps the region; Unmap guarantees it runs once.

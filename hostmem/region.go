@@ -13,7 +13,8 @@ type Region struct {
 	size     int            // requested size
 	capacity int            // mapped size, whole pages
 	locked   bool
-	huge     bool
+	huge     bool // madvise(MADV_HUGEPAGE) accepted
+	hugetlb  bool // backed by the hugetlb pool (MAP_HUGETLB)
 	node     int // NUMA node bound to, or -1
 	unmapped atomic.Bool
 }
