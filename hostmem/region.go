@@ -15,7 +15,7 @@ type Region struct {
 	locked   bool
 	huge     bool // madvise(MADV_HUGEPAGE) accepted
 	hugetlb  bool // backed by the hugetlb pool (MAP_HUGETLB)
-	node     int // NUMA node bound to, or -1
+	node     int  // NUMA node bound to, or -1
 	unmapped atomic.Bool
 }
 
