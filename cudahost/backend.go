@@ -234,6 +234,11 @@ func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int
 	g, err := pl.run(ctx, r, mem, func(p []byte) (part, error) {
 		return b.ctx.HostRegister(p, b.regFlags)
 	}, progress)
+	if err == nil {
+		if err = r.CheckNode(); err != nil {
+			err = also(err, freeParts(g.parts, pl.register))
+		}
+	}
 	if err != nil {
 		return nil, also(fmt.Errorf("cudahost: %s: %w", b.name, err), unmapErr(r.Unmap()))
 	}

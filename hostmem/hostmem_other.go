@@ -43,3 +43,6 @@ func (r *Region) HugeTLB() bool { return false }
 
 // HugePageBytes returns ErrUnsupported: the real implementation is Linux only.
 func (r *Region) HugePageBytes() (int64, error) { return 0, ErrUnsupported }
+
+// CheckNode returns ErrUnsupported: the real implementation is Linux only.
+func (r *Region) CheckNode() error { return ErrUnsupported }

@@ -56,6 +56,9 @@ func newRegion(size int, opt Options, lock bool) (*Region, error) {
 	if err := prefault(mem, page, align, opt.PrefaultWorkers); err != nil {
 		return fail(err)
 	}
+	if err := r.CheckNode(); err != nil {
+		return fail(err)
+	}
 	if lock {
 		if err := unix.Mlock(mem); err != nil {
 			return fail(lockError(r.capacity, err))
