@@ -37,7 +37,12 @@
 // Options.GrowCount at a time (4, as the seed pool), within
 // Options.GrowBytes; a class that keeps missing grows in larger batches.
 // A backend failure is returned (ErrGrow), never retried in a loop.
-// Pool.Reserve grows ahead of time and keeps what it grew.
+// Pool.Reserve grows ahead of time and keeps what it grew; a large one
+// grows in allocations of up to 1 GiB whose buffers Gets can use at once,
+// and Pool.ReserveContext can be cancelled and reports its progress. The
+// CUDA backends pin a large allocation in bounded pieces, prefaulted on
+// several goroutines ahead of the registration, so that the driver's lock
+// is held for one piece at a time and other streams' copies go on.
 //
 // Options.Budget caps the bytes the pool holds: in use, idle and pending
 // together. A Get that would exceed it first trims idle memory of other
