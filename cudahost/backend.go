@@ -29,6 +29,7 @@ type Backend struct {
 	regFlags   cuda.HostRegisterFlags
 	regChunk   int          // RegisterChunk rounded up to the system page size
 	splits     atomic.Int64 // registrations refused for their size and retried in smaller parts
+	gate       lockGate     // spaces the calls that hold the driver's lock
 
 	// releaseCtx releases the primary context (ctx.Close); tests replace it.
 	releaseCtx func() error
@@ -77,6 +78,10 @@ func ctxCloseErr(err error) error {
 func newBackend(ctx *cuda.Context, props cuda.Properties, opt Options, release func() error) *Backend {
 	b := &Backend{ctx: ctx, props: props, opt: opt, name: opt.name(), releaseCtx: release, refs: 1}
 	b.allocFlags, b.regFlags = opt.flags()
+	b.gate.pause = opt.RegisterPause
+	if opt.RegisterPause == 0 {
+		b.gate.pause = DefaultRegisterPause
+	}
 	if opt.Method == Register {
 		page := os.Getpagesize()
 		b.regChunk = (opt.RegisterChunk + page - 1) / page * page
@@ -206,18 +211,18 @@ func (b *Backend) AllocContext(ctx context.Context, size int, progress func(pinn
 
 // allocHost allocates with cuMemHostAlloc.
 func (b *Backend) allocHost(size int) (*Chunk, error) {
-	m, err := b.ctx.HostAlloc(size, b.allocFlags)
+	m, err := gated(&b.gate, func() (*cuda.HostMem, error) { return b.ctx.HostAlloc(size, b.allocFlags) })
 	if err != nil {
 		return nil, fmt.Errorf("cudahost: %s: allocating %d bytes: %w", b.name, size, err)
 	}
-	return b.finish(m.Bytes()[:size:size], []part{m}, nil)
+	return b.finish(m.Bytes()[:size:size], []part{gatedPart{m, &b.gate}}, nil)
 }
 
 // allocRegister maps size bytes and prefaults and registers them piece by
 // piece (pipeline.go).
 func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int)) (*Chunk, error) {
 	r, err := hostmem.MapLazy(size, hostmem.Options{
-		HugePages: b.opt.HugePages,
+		HugePages: !b.opt.SmallPages,
 		BindNUMA:  b.opt.BindNUMA,
 		NUMANode:  b.opt.NUMANode,
 	})
@@ -232,7 +237,11 @@ func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int
 	}
 	pl := plan(len(mem), b.regChunk, b.opt.PrefaultWorkers, b.opt.RegisterWorkers, align)
 	g, err := pl.run(ctx, r, mem, func(p []byte) (part, error) {
-		return b.ctx.HostRegister(p, b.regFlags)
+		m, err := gated(&b.gate, func() (*cuda.HostMem, error) { return b.ctx.HostRegister(p, b.regFlags) })
+		if err != nil {
+			return nil, err
+		}
+		return gatedPart{m, &b.gate}, nil
 	}, progress)
 	if err == nil {
 		if err = r.CheckNode(); err != nil {
@@ -291,23 +300,9 @@ func also(err, cleanup error) error {
 }
 
 // NewDefault returns the backend of device 0 that pinpool.DefaultBackend
-// uses: New(Options{}) (the Auto method), and, when Auto picks
-// registration, the same with HugePages, which on the H200 host halves the
-// cost of growing (about 160-200 ms/GiB against 310-360 ms/GiB without, and
-// 370-550 ms/GiB for cuMemHostAlloc; BenchmarkGrow). Its errors are New's.
+// uses: New(Options{}), the Auto method (Register, with huge pages, where
+// the device supports it). Its errors are New's.
 func NewDefault() (*Backend, error) { return NewDefaultDevice(0) }
 
 // NewDefaultDevice is NewDefault for device dev.
-func NewDefaultDevice(dev int) (*Backend, error) {
-	b, err := New(Options{Device: dev})
-	if err != nil {
-		return nil, err
-	}
-	if b.Options().Method == Register {
-		if hb, herr := New(Options{Device: dev, Method: Register, HugePages: true}); herr == nil {
-			b.Close()
-			b = hb
-		}
-	}
-	return b, nil
-}
+func NewDefaultDevice(dev int) (*Backend, error) { return New(Options{Device: dev}) }

@@ -62,8 +62,10 @@ func plan(size, piece, prefault, register, align int) pipeline {
 	}
 }
 
-// defaultPrefaultWorkers caps the default prefault workers.
-const defaultPrefaultWorkers = 16
+// defaultPrefaultWorkers caps the default prefault workers: more fault
+// in no faster (the page faults contend in the kernel) and take the cores
+// from everyone else.
+const defaultPrefaultWorkers = 8
 
 // DefaultRegisterWorkers is the number of goroutines that call
 // cuMemHostRegister at once when Options.RegisterWorkers is zero.
@@ -139,6 +141,9 @@ func (pl pipeline) run(ctx context.Context, r prefaulter, mem []byte, register f
 	for range pl.register {
 		registering.Go(func() {
 			for i := range ready {
+				if err := ctx.Err(); err != nil && !failed.Load() {
+					fail(err) // at once: AfterFunc's call may come later
+				}
 				if failed.Load() {
 					continue
 				}

@@ -29,9 +29,10 @@ import (
 // Knobs are separated by colons: register:piece=64MiB:prefault=8.
 //
 //	pool[+BACKEND][:blocks=SIZE]  pinpool.New with the backend (default:
-//	                              the zero Options' backend; register,
-//	                              register+huge, hostalloc: cudahost with
-//	                              that method; host: mmap + mlock), then
+//	                              the zero Options' backend; register
+//	                              (huge pages), register+small (normal
+//	                              pages), hostalloc: cudahost with that
+//	                              method; host: mmap + mlock), then
 //	                              Reserve(SIZE, total/SIZE), or
 //	                              Reserve(total, 1) without blocks
 //	hostalloc-raw                 one cuMemHostAlloc of the total
@@ -41,8 +42,9 @@ import (
 //	                              regw=N (registration goroutines),
 //	                              huge=0|1, alloc=SIZE (allocations of
 //	                              that size, one after another, instead
-//	                              of one)
-//	hostalloc[:alloc=SIZE]        cudahost HostAlloc allocations of SIZE
+//	                              of one), pause=DURATION|off (the
+//	                              lock's pause after each call)
+//	hostalloc[:alloc=SIZE][:pause=D] cudahost HostAlloc allocations of SIZE
 //	host[:alloc=SIZE]             hostmem.Alloc (mmap + prefault + mlock)
 type ArenaWay struct {
 	Spec                 string
@@ -53,6 +55,7 @@ type ArenaWay struct {
 	Piece                int
 	Prefault, RegWorkers int
 	Huge                 bool
+	Pause                time.Duration // cudahost.Options.RegisterPause (0: default, < 0: none)
 }
 
 // ParseArenaWay parses a way spec (see ArenaWay).
@@ -67,9 +70,9 @@ func ParseArenaWay(spec string) (ArenaWay, error) {
 	case "pool":
 		w.Kind, w.Backend = kind, backend
 		switch backend {
-		case "", "register", "register+huge", "hostalloc", "host":
+		case "", "register", "register+small", "hostalloc", "host":
 		default:
-			return bad("unknown backend %q (want register, register+huge, hostalloc or host)", backend)
+			return bad("unknown backend %q (want register, register+small, hostalloc or host)", backend)
 		}
 	case "hostalloc-raw", "register", "hostalloc", "host":
 		if backend != "" {
@@ -113,6 +116,16 @@ func ParseArenaWay(spec string) (ArenaWay, error) {
 			w.Piece = int(n)
 		case k == "prefault" && (w.Kind == "register" || w.Kind == "host"):
 			w.Prefault, err = num()
+		case k == "pause" && (w.Kind == "register" || w.Kind == "hostalloc"):
+			if v == "off" {
+				w.Pause = -1
+				break
+			}
+			d, perr := time.ParseDuration(v)
+			if perr != nil || d <= 0 {
+				return bad("pause=%s: want a duration such as 200us, or off", v)
+			}
+			w.Pause = d
 		case k == "regw" && w.Kind == "register":
 			w.RegWorkers, err = num()
 		case k == "huge" && (w.Kind == "register" || w.Kind == "host"):
@@ -250,7 +263,9 @@ func makeArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions) (fr
 		}
 		co := cudahost.Options{Method: cudahost.HostAlloc}
 		if w.Kind == "register" {
-			co = cudahost.Options{Method: cudahost.Register, HugePages: w.Huge, RegisterChunk: w.Piece, PrefaultWorkers: w.Prefault, RegisterWorkers: w.RegWorkers}
+			co = cudahost.Options{Method: cudahost.Register, SmallPages: !w.Huge, RegisterChunk: w.Piece, PrefaultWorkers: w.Prefault, RegisterWorkers: w.RegWorkers, RegisterPause: w.Pause}
+		} else {
+			co.RegisterPause = w.Pause
 		}
 		b, err := cudahost.New(co)
 		if err != nil {
@@ -333,11 +348,11 @@ func poolArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions) (fu
 	switch w.Backend {
 	case "host":
 		opt.Backend = pinpool.NewHostBackend(hostmem.Options{HugePages: true})
-	case "register", "register+huge", "hostalloc":
+	case "register", "register+small", "hostalloc":
 		if o.Context == nil {
 			return nil, "", errNoGPUWay
 		}
-		co := cudahost.Options{Method: cudahost.Register, HugePages: w.Backend == "register+huge"}
+		co := cudahost.Options{Method: cudahost.Register, SmallPages: w.Backend == "register+small"}
 		if w.Backend == "hostalloc" {
 			co = cudahost.Options{Method: cudahost.HostAlloc}
 		}
