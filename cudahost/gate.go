@@ -10,7 +10,7 @@ import (
 // cuMemHostAlloc, cuMemFreeHost). Back to back, such calls keep the lock
 // nearly all the time, and another goroutine's copy waits for many of them
 // in a row: the lock is not handed out in turn, and a thread woken when it
-// is released runs about 70 µs later, by when the next call has taken it.
+// is released runs a while later, by when the next call has taken it.
 // So the calls run one at a time, and after each the gate stays shut for
 // a pause (a quarter of the call's time, at least the backend's minimum),
 // in which waiting calls of other code get the lock. BenchmarkArena and

@@ -115,9 +115,8 @@ type Options struct {
 
 	// HostAllocChunk is the most bytes the pool should ask of one
 	// cuMemHostAlloc (HostAlloc method only; see Backend.GrowLimit): the
-	// call holds a driver-wide lock for its whole length (about 2 GB/s on
-	// the reference host), so a larger one stalls other streams' copies
-	// for longer. Zero means DefaultHostAllocChunk; otherwise a positive
+	// call holds a driver-wide lock for its whole length, so a larger one
+	// stalls other goroutines' copies for longer. Zero means DefaultHostAllocChunk; otherwise a positive
 	// multiple of 4096.
 	HostAllocChunk int
 
