@@ -76,7 +76,6 @@ func TestReserveSurvivesIdleTimeout(t *testing.T) {
 // gateBackend fails every Alloc, each only once the test lets it go, so
 // that Reserves can be made to overlap in a chosen order.
 type gateBackend struct {
-	fake  *fakeBackend
 	enter chan int      // an Alloc of this size began
 	gate  chan struct{} // one receive lets one Alloc fail
 }
