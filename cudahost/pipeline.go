@@ -46,7 +46,7 @@ func plan(size, piece, prefault, register, align int) pipeline {
 	if register <= 0 {
 		register = DefaultRegisterWorkers
 	}
-	piece = max(piece, align)
+	align = min(align, piece) // a piece smaller than a huge page keeps its size
 	pieces := (size + piece - 1) / piece
 	unit := piece
 	if pieces < prefault {
