@@ -3,11 +3,14 @@ package pinpool
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pinpool/pinpool/hostmem"
 )
 
 // stepBackend is a ContextBackend over plain mappings (never touched, so
@@ -262,5 +265,36 @@ func TestFailedReserveGivesBack(t *testing.T) {
 	f.failEvery.Store(0)
 	if st := p.Stats(); st.BytesHeld != 0 || st.TrimsBy.Of(TrimReserveFailed) == 0 {
 		t.Fatalf("after the failed Reserve the pool holds %d bytes (%d freed as reserve_failed), want 0", st.BytesHeld, st.TrimsBy.Of(TrimReserveFailed))
+	}
+}
+
+// TestCloseRacesReserveHost races Close with Reserves on locked host
+// memory: each Reserve either succeeds or returns ErrClosed, and once both
+// are done the backend holds nothing.
+func TestCloseRacesReserveHost(t *testing.T) {
+	for i := range 20 {
+		f := &fakeBackend{live: map[uintptr]int{}, inner: NewHostBackend(hostmem.Options{})}
+		p, err := New(Options{Backend: f, MinAvailable: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for j := range errs {
+			wg.Go(func() { errs[j] = p.Reserve(256<<10, 4) })
+		}
+		if i%2 == 0 {
+			runtime.Gosched()
+		}
+		p.Close()
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrBudget) {
+				t.Fatalf("Reserve racing Close: %v", err)
+			}
+		}
+		if live, _, _, _ := f.stats(); live != 0 {
+			t.Fatalf("round %d: after Close and the Reserves the backend holds %d bytes", i, live)
+		}
 	}
 }
