@@ -1,6 +1,7 @@
 package pinpool
 
 import (
+	"context"
 	"fmt"
 	"time"
 	"unsafe"
@@ -40,13 +41,50 @@ type Allocation interface {
 	Free() error
 }
 
+// ContextBackend is a Backend that can make one allocation in bounded
+// steps (pinning a large range takes seconds): AllocContext stops between
+// steps once ctx is done, undoing what it made (the error wraps ctx's
+// error), and calls progress, if not nil, with the bytes made so far,
+// rising, from one goroutine at a time. The pool uses it when the backend
+// has it, so that Reserve can be cancelled and report progress inside one
+// large allocation and Close does not wait for a growth to finish. The
+// cudahost backends have it (through CUDABackend).
+type ContextBackend interface {
+	Backend
+	AllocContext(ctx context.Context, size int, progress func(made int)) (Allocation, error)
+}
+
+// GrowLimiter is a Backend whose allocations hold a lock that others wait
+// for as long as each call lasts, so that the pool should not ask for more
+// than GrowLimit bytes at once (cuMemHostAlloc: one call for the whole
+// size). The pool then grows in allocations of at most that size, except
+// that a single buffer larger than it is one allocation. Zero means no
+// limit.
+type GrowLimiter interface {
+	GrowLimit() int
+}
+
+// The pool reports (Stats) what a backend and its allocations say of
+// themselves through these optional methods, when they have them.
+type (
+	// hugePaged is an Allocation that knows how many of its bytes were
+	// backed by huge pages when it was made.
+	hugePaged interface{ HugePageBytes() int64 }
+	// splitter is a Backend that retries a pin call the system refused
+	// for its size in smaller parts, and counts it.
+	splitter interface{ SplitRetries() uint64 }
+)
+
 // The pool calls its Backend only through these functions, which contain
 // a backend's panics: a panic becomes an error (counted in
 // Stats.BackendPanics), and the pool's budget and bookkeeping stay exact.
 
 // backendAlloc allocates size bytes and checks what came back: at least
 // size bytes, page-aligned. Bad memory is freed and reported as ErrGrow.
-func (co *core) backendAlloc(size int64) (a Allocation, mem []byte, took time.Duration, err error) {
+//
+// A ContextBackend is given ctx and progress (bytes made so far); another
+// backend is asked only when ctx is not done yet.
+func (co *core) backendAlloc(ctx context.Context, size int64, progress func(int64)) (a Allocation, mem []byte, took time.Duration, err error) {
 	t0 := time.Now()
 	defer func() {
 		took = time.Since(t0)
@@ -62,7 +100,15 @@ func (co *core) backendAlloc(size int64) (a Allocation, mem []byte, took time.Du
 			co.failures.Add(1)
 		}
 	}()
-	a, err = co.backend.Alloc(int(size))
+	if cb, ok := co.backend.(ContextBackend); ok {
+		var report func(int)
+		if progress != nil {
+			report = func(n int) { progress(int64(n)) }
+		}
+		a, err = cb.AllocContext(ctx, int(size), report)
+	} else if err = ctx.Err(); err == nil {
+		a, err = co.backend.Alloc(int(size))
+	}
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("%w: %d bytes from %s: %w", ErrGrow, size, co.backendName, err)
 	}
@@ -119,4 +165,44 @@ func devicePointerOf(a Allocation) (d uintptr, ok bool) {
 	}()
 	d, err := a.DevicePointer()
 	return d, err == nil
+}
+
+// growLimitOf asks a backend for its GrowLimit; a panic means none.
+func growLimitOf(g GrowLimiter) (n int) {
+	defer func() {
+		if recover() != nil {
+			n = 0
+		}
+	}()
+	return g.GrowLimit()
+}
+
+// hugePageBytesOf asks an allocation how much of it huge pages back; an
+// allocation that does not say, or panics, counts 0.
+func hugePageBytesOf(a Allocation) (n int64) {
+	h, ok := a.(hugePaged)
+	if !ok {
+		return 0
+	}
+	defer func() {
+		if recover() != nil {
+			n = 0
+		}
+	}()
+	return max(0, h.HugePageBytes())
+}
+
+// splitRetriesOf asks a backend how many pin calls it split; 0 when it
+// does not say or panics.
+func splitRetriesOf(b Backend) (n uint64) {
+	s, ok := b.(splitter)
+	if !ok {
+		return 0
+	}
+	defer func() {
+		if recover() != nil {
+			n = 0
+		}
+	}()
+	return s.SplitRetries()
 }

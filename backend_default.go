@@ -1,6 +1,7 @@
 package pinpool
 
 import (
+	"context"
 	"io"
 
 	"github.com/pinpool/pinpool/cuda"
@@ -44,6 +45,23 @@ func (c cudaBackend) Alloc(size int) (Allocation, error) {
 	return ch, nil
 }
 
+func (c cudaBackend) AllocContext(ctx context.Context, size int, progress func(int)) (Allocation, error) {
+	ch, err := c.b.AllocContext(ctx, size, progress)
+	if err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+func (c cudaBackend) GrowLimit() int { return c.b.GrowLimit() }
+
+func (c cudaBackend) SplitRetries() uint64 { return c.b.SplitRetries() }
+
 func (c cudaBackend) Close() error { return c.b.Close() }
+
+var (
+	_ ContextBackend = cudaBackend{}
+	_ GrowLimiter    = cudaBackend{}
+)
 
 var _ io.Closer = cudaBackend{}

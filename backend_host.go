@@ -35,7 +35,8 @@ func (h *HostBackend) Alloc(size int) (Allocation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return hostAllocation{r}, nil
+	huge, _ := r.HugePageBytes() // 0 when unknown
+	return hostAllocation{r, huge}, nil
 }
 
 // LockAllowance is how many more bytes this process may lock (RLIMIT_MEMLOCK
@@ -56,7 +57,12 @@ type lockBounded interface {
 	LockAllowance() (bytes int64, limited bool)
 }
 
-type hostAllocation struct{ r *hostmem.Region }
+type hostAllocation struct {
+	r    *hostmem.Region
+	huge int64
+}
+
+func (a hostAllocation) HugePageBytes() int64 { return a.huge }
 
 func (a hostAllocation) Bytes() []byte { return a.r.Bytes() }
 func (a hostAllocation) Free() error   { return a.r.Unmap() }

@@ -17,15 +17,19 @@ type class struct {
 	chunkBytes int64 // the smallest allocation: size * perChunk
 	batch      int   // buffers per allocation of the first growth
 	maxBatch   int   // buffers per allocation at most: GrowBytes of them, at least batch
-	cache      procCache
-	_          [cacheLine]byte // keeps what slow paths write off those lines
+	// reserveBatch is the most buffers one allocation of a Reserve takes:
+	// reserveAllocBytes of them, at least maxBatch.
+	reserveBatch int
+	cache        procCache
+	_            [cacheLine]byte // keeps what slow paths write off those lines
 
 	growMu sync.Mutex   // one growth at a time per class
 	ramp   atomic.Int64 // buffers the next growth allocates: doubles per growth, back to batch on a trim
 
 	chunks atomic.Pointer[[]*chunk] // live chunks; replaced (copy on write) under core.mu
 
-	reserved atomic.Int64  // idle buffers Reserve asked to keep: policy trimming spares them
+	claims   reserveClaims // what Reserves asked to keep, and those in progress
+	reserved atomic.Int64  // idle buffers Reserve asked to keep (claims, published): policy trimming spares them
 	decay    atomic.Int64  // ns this class's idle memory above MaxIdle stays after its last use (see Options.IdleDecay); <= 0: never freed by decay
 	decayed  atomic.Int64  // unix ns of the last decay trim; 0: none
 	pending  atomic.Int64  // slots waiting on a fence
@@ -54,11 +58,19 @@ func newClass(co *core, o *Options, size int64) *class {
 		c.batch = int(max(1, min(int64(o.GrowCount), o.GrowBytes/size)))
 	}
 	// Whole slabs, or whole buffers, up to GrowBytes (and the budget).
-	limit := o.GrowBytes
+	limit, reserveLimit := o.GrowBytes, int64(reserveAllocBytes)
 	if o.Budget > 0 {
-		limit = min(limit, o.Budget)
+		limit, reserveLimit = min(limit, o.Budget), min(reserveLimit, o.Budget)
+	}
+	if gl := co.growLimit; gl > 0 {
+		// The backend holds a lock for the length of each allocation.
+		limit, reserveLimit = min(limit, gl), min(reserveLimit, gl)
+		if c.perChunk == 1 {
+			c.batch = int(max(1, min(int64(c.batch), gl/size)))
+		}
 	}
 	c.maxBatch = max(c.batch, int(limit/c.chunkBytes)*c.perChunk)
+	c.reserveBatch = max(c.maxBatch, int(reserveLimit/c.chunkBytes)*c.perChunk)
 	c.ramp.Store(int64(c.batch))
 	c.decay.Store(int64(o.IdleDecay))
 	c.cache.init()
@@ -79,6 +91,7 @@ func (c *class) setChunks(l []*chunk) { c.chunks.Store(&l) }
 func (c *class) newChunk(a Allocation, mem []byte, k int, firstInUse bool) *chunk {
 	ch := &chunk{alloc: a, class: c, bytes: int64(k) * c.size, slots: make([]slot, k)}
 	ch.devPtr, ch.mapped = devicePointerOf(a)
+	ch.huge = hugePageBytesOf(a)
 	base := unsafe.Pointer(unsafe.SliceData(mem))
 	for i := range ch.slots {
 		s := &ch.slots[i]

@@ -1,6 +1,7 @@
 package pinpool
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +37,10 @@ type core struct {
 	userBudget  int64         // Options.Budget (budget.limit is the smaller of it and lockLimit)
 	guard       guard         // the memory guard: system and cgroup headroom
 	closedCh    chan struct{} // closed by Close: wakes every waiting Get
-	kick        func()        // wakes the janitor; never blocks
+	growCtx     context.Context
+	stopGrowth  context.CancelFunc // cancels growCtx: Close stops growths in flight within a piece
+	growLimit   int64              // the backend's GrowLimit: the most bytes one allocation should take; 0: none
+	kick        func()             // wakes the janitor; never blocks
 
 	budget  budget
 	pending pendingList

@@ -89,7 +89,7 @@ func (p *Pool) ageIdle(now time.Time) {
 		// idle may be stale after the timeout's trim: trimClass counts again
 		// under the lock before it frees anything.
 		if d := c.decay.Load(); d > 0 && p.opt.MaxIdle >= 0 && oldest >= d && idle > max(keep, p.opt.MaxIdle) {
-			c.trimClass(trimPlan{want: -1, keep: max(keep, p.opt.MaxIdle), below: true, reason: TrimDecay, pick: unusedFor(t, d)})
+			c.trimClass(trimPlan{want: -1, keep: max(keep, p.opt.MaxIdle), below: true, floor: keep, reason: TrimDecay, pick: unusedFor(t, d)})
 		}
 	}
 }

@@ -12,7 +12,7 @@
 //
 // Pool.Get (which may wait) and Pool.TryGet (which never does) return a
 // Buffer of the length asked, backed by a buffer of its size class: classes
-// waste at most 12.5% above 32 KiB, or, with Options.Exact, every size
+// waste at most 12.5% above 32 KiB and under 0.8% above 1 GiB, or, with Options.Exact, every size
 // rounded to whole pages is its own class. Buffer.Bytes is the memory,
 // page-aligned and not zeroed. Buffer.Release gives it back. A Buffer is a
 // small handle, released exactly once: afterwards every copy of it is dead,
@@ -37,7 +37,12 @@
 // Options.GrowCount at a time (4, as the common C++ mutex-and-list pool),
 // within Options.GrowBytes; a class that keeps missing grows in larger batches.
 // A backend failure is returned (ErrGrow), never retried in a loop.
-// Pool.Reserve grows ahead of time and keeps what it grew.
+// Pool.Reserve grows ahead of time and keeps what it grew; a large one
+// grows in allocations of up to 1 GiB whose buffers Gets can use at once,
+// and Pool.ReserveContext can be cancelled and reports its progress. The
+// CUDA backends pin a large allocation in bounded pieces, prefaulted on
+// several goroutines ahead of the registration, so that the driver's lock
+// is held for one piece at a time and other streams' copies go on.
 //
 // Options.Budget caps the bytes the pool holds: in use, idle and pending
 // together. A Get that would exceed it first trims idle memory of other

@@ -1,6 +1,7 @@
 package pinpool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -28,29 +29,62 @@ import (
 // more than the smallest one, grow tries once more with the smallest.
 // The caller holds no lock.
 func (p *Pool) grow(c *class, forGet bool, need int) (*slot, error) {
+	s, _, err := p.growWith(c, forGet, need, growReq{ctx: p.core.growCtx, maxBatch: c.maxBatch})
+	return s, err
+}
+
+// growReq says how one growth allocates: under which context (the pool's,
+// which Close cancels, or a Reserve's joined with it), reporting progress
+// to whom, and how many buffers one allocation takes at most.
+type growReq struct {
+	ctx      context.Context
+	progress func(made int64)
+	maxBatch int
+}
+
+// growReserve is the growth of a Reserve that still lacks need buffers:
+// one allocation of up to the class's reserve batch, under ctx and the
+// pool's context. It returns the chunk it made.
+func (p *Pool) growReserve(ctx context.Context, c *class, need int, progress func(int64)) (*chunk, error) {
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(p.core.growCtx, cancel)
+	defer stop()
+	_, ch, err := p.growWith(c, false, need, growReq{ctx: gctx, progress: progress, maxBatch: c.reserveBatch})
+	if err != nil && p.core.isClosed() {
+		return nil, ErrClosed
+	}
+	return ch, err
+}
+
+// growWith is one growth of the class, as rq says.
+func (p *Pool) growWith(c *class, forGet bool, need int, rq growReq) (*slot, *chunk, error) {
 	c.growMu.Lock()
 	defer c.growMu.Unlock()
 	co := p.core
 	if forGet {
 		// Another goroutine's growth may have made buffers idle meanwhile.
 		if s := p.takeAfterMiss(c); s != nil {
-			return s, nil
+			return s, nil, nil
 		}
 	}
 	k := int(c.ramp.Load())
 	if need > k {
-		k = min(need, c.maxBatch)
+		k = min(need, rq.maxBatch)
 	}
 	k = (k + c.perChunk - 1) / c.perChunk * c.perChunk // whole slabs
 	k = co.budget.fit(k, c.perChunk, c.size)
-	a, mem, took, err := p.allocate(c, k)
-	if err != nil && k > c.perChunk && !errors.Is(err, ErrClosed) {
+	a, mem, took, err := p.allocate(c, k, rq)
+	if err != nil && k > c.perChunk && !errors.Is(err, ErrClosed) && rq.ctx.Err() == nil {
 		k = c.perChunk
-		a, mem, took, err = p.allocate(c, k)
+		a, mem, took, err = p.allocate(c, k, rq)
 	}
 	if err != nil {
 		c.ramp.Store(int64(c.batch))
-		return nil, err
+		if co.isClosed() {
+			return nil, nil, ErrClosed
+		}
+		return nil, nil, err
 	}
 	c.ramp.Store(int64(min(2*k, c.maxBatch)))
 	if forGet {
@@ -60,7 +94,7 @@ func (p *Pool) grow(c *class, forGet bool, need int) (*slot, error) {
 	if !co.addChunk(c, ch, took, forGet) {
 		co.backendFree(a)
 		co.budget.release(ch.bytes)
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	rest := ch.slots
 	var first *slot
@@ -72,11 +106,11 @@ func (p *Pool) grow(c *class, forGet bool, need int) (*slot, error) {
 		es[j] = entry{&rest[j], 0}
 	}
 	c.cache.putShared(es...)
-	return first, nil
+	return first, ch, nil
 }
 
 // allocate reserves room for k buffers of the class and allocates them.
-func (p *Pool) allocate(c *class, k int) (Allocation, []byte, time.Duration, error) {
+func (p *Pool) allocate(c *class, k int, rq growReq) (Allocation, []byte, time.Duration, error) {
 	n := int64(k) * c.size
 	if err := p.reserve(c, n); err != nil {
 		return nil, nil, 0, err
@@ -85,7 +119,7 @@ func (p *Pool) allocate(c *class, k int) (Allocation, []byte, time.Duration, err
 		p.core.budget.release(n)
 		return nil, nil, 0, ErrClosed
 	}
-	a, mem, took, err := p.core.backendAlloc(n)
+	a, mem, took, err := p.core.backendAlloc(rq.ctx, n, rq.progress)
 	if err != nil {
 		p.core.budget.release(n)
 	}

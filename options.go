@@ -10,9 +10,9 @@ import (
 
 // Options configure a Pool. The zero value is ready to use: the CUDA
 // backend on device 0 when a driver is found (else locked host memory), no
-// budget, size classes with at most 12.5% rounding, the growth of the
-// common C++ mutex-and-list pool (grow by 4) and its bound at rest (at
-// most 32 idle buffers per size),
+// budget, size classes with at most 12.5% rounding (under 0.8% above
+// 1 GiB), the growth of the common C++ mutex-and-list pool (grow by 4) and
+// its bound at rest (at most 32 idle buffers per size),
 // reached by decay: idle memory above that bound goes back 5 seconds after
 // it was last needed, and all idle memory after 30 seconds.
 type Options struct {
@@ -41,7 +41,8 @@ type Options struct {
 	// Exact makes every distinct request size (rounded up to whole pages)
 	// its own size class, with no rounding beyond the page. Use it for
 	// workloads of a few fixed sizes, such as video frames. By default
-	// sizes are rounded to classes that waste at most 12.5% (see MaxSize).
+	// sizes are rounded to classes that waste at most 12.5%, and
+	// under 0.8% for buffers above 1 GiB.
 	Exact bool
 
 	// GrowCount is how many buffers a large size class (above SlabMax)

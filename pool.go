@@ -82,6 +82,10 @@ func New(opt Options) (*Pool, error) {
 			}
 		}
 	}
+	co.growCtx, co.stopGrowth = context.WithCancel(context.Background())
+	if gl, ok := b.(GrowLimiter); ok {
+		co.growLimit = int64(max(0, growLimitOf(gl)))
+	}
 	co.freed = sync.NewCond(&co.mu)
 	co.budget.waiters = &co.waiters
 	co.guard.init(o.MinAvailable, memTotal)
@@ -298,51 +302,6 @@ func (p *Pool) getSlow(ctx context.Context, c *class, n int, wait bool) (Buffer,
 	}
 }
 
-// Reserve pre-warms the pool: afterwards at least count buffers for n-byte
-// requests are idle, so the next count Gets of n bytes do not grow. From
-// then on the pool keeps that many idle buffers of the size: neither the
-// background policy (MaxIdle, IdleTimeout) nor the budget's trimming for
-// other sizes frees them; only Trim and Close do. It fails with ErrBudget
-// when the budget does not allow it: at once when count buffers could
-// never fit, else when growing finds no room; a failed Reserve keeps no
-// claim on what it grew, so the pool goes on serving what fits.
-func (p *Pool) Reserve(n, count int) error {
-	c, err := p.classFor(n)
-	if err != nil {
-		return err
-	}
-	if count < 0 {
-		return fmt.Errorf("%w: negative count %d", ErrInvalidSize, count)
-	}
-	if count > 0 {
-		if err := p.impossible(c); err != nil {
-			return err
-		}
-		if lim := p.core.budget.limit; lim > 0 && int64(count) > lim/c.size {
-			p.core.budgetRefusals.Add(1)
-			return fmt.Errorf("%w: Reserve of %d buffers of %d bytes needs more than the limit of %d bytes", ErrBudget, count, c.size, lim)
-		}
-	}
-	prev := c.reserved.Load() // raised to count unless already at least that
-	for int64(count) > prev && !c.reserved.CompareAndSwap(prev, int64(count)) {
-		prev = c.reserved.Load()
-	}
-	for idle := c.idleCount(); idle < count; idle = c.idleCount() {
-		err := ErrClosed
-		if !p.core.isClosed() {
-			_, err = p.grow(c, false, count-idle)
-		}
-		if err != nil {
-			// What this call grew stays idle, but is not kept any more:
-			// the policy and other sizes' growth may take it back.
-			c.reserved.CompareAndSwap(int64(count), prev)
-			p.core.budget.broadcast()
-			return err
-		}
-	}
-	return nil
-}
-
 // Trim gives every idle buffer's memory back to the backend now (whole
 // allocations: a slab is freed when all of its buffers are idle),
 // including what Reserve kept, and returns the bytes it freed once the
@@ -353,7 +312,7 @@ func (p *Pool) Trim() int64 {
 	p.pollPending(true)
 	var freed int64
 	for _, c := range p.classList() {
-		c.reserved.Store(0)
+		c.dropKept()
 		f, _ := c.trimClass(trimPlan{want: -1, reason: TrimExplicit})
 		freed += f
 	}
@@ -398,6 +357,7 @@ func (p *Pool) Close() error {
 	co.closedFlag.Store(true)
 	close(co.closedCh)
 	co.mu.Unlock()
+	co.stopGrowth() // growths in flight stop after their current piece
 	close(p.jan.stopCh)
 	p.pollPending(true)
 	var errs []error

@@ -91,7 +91,8 @@ type chunk struct {
 	slots  []slot
 	devPtr uintptr // device address of the chunk, when mapped
 	mapped bool
-	freed  bool // given back to the backend (under core.mu)
+	freed  bool  // given back to the backend (under core.mu)
+	huge   int64 // bytes backed by huge pages, as the allocation said when made
 
 	// aging state, the janitor's only
 	genSum      uint64 // sum of the slots' generations when last looked at

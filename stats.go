@@ -31,6 +31,15 @@ type Stats struct {
 	Budget       int64 // Options.Budget; 0: none
 	LockLimit    int64 // bytes the backend could lock at New under RLIMIT_MEMLOCK, kept like a budget (when LockLimited)
 	LockLimited  bool  // RLIMIT_MEMLOCK bounds the backend: LockLimit is what it allows, 0 when it allows no locking
+	// BytesHugePages is how much of BytesHeld was backed by huge pages when
+	// allocated, as the backend's allocations report it (the hugetlb pool,
+	// or the transparent huge pages the kernel gave); 0 when the backend
+	// does not say.
+	BytesHugePages int64
+	// PinSplits counts pin calls that the system refused for their size and
+	// that the backend retried in smaller parts (the cudahost Register
+	// backend: Backend.SplitRetries).
+	PinSplits uint64
 
 	Gets   uint64 // Get and TryGet calls for a valid size on an open pool
 	Hits   uint64 // ... served at once from idle memory
@@ -106,6 +115,7 @@ func (p *Pool) Stats() Stats {
 		handed := c.pastServed // hand-outs, over all slots ever
 		for _, ch := range c.chunkList() {
 			cs.BytesHeld += ch.bytes
+			st.BytesHugePages += min(ch.huge, ch.bytes)
 			for i := range ch.slots {
 				w := ch.slots[i].state.Load()
 				handed += served(w)
@@ -144,6 +154,7 @@ func (p *Pool) Stats() Stats {
 	st.BudgetWaits = co.budgetWaits.Load()
 	st.BudgetRefusals = co.budgetRefusals.Load()
 	st.LowMemoryRefusals = co.lowMemory.Load()
+	st.PinSplits = splitRetriesOf(co.backend)
 	st.GrowTimes = co.growTimes.snapshot()
 	st.BudgetWaitTimes = co.waitTimes.snapshot()
 	slices.SortFunc(st.Classes, func(a, b ClassStats) int { return cmp.Compare(a.Size, b.Size) })

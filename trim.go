@@ -3,8 +3,14 @@ package pinpool
 import (
 	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 )
+
+// freeWorkers is how many goroutines give one trim's allocations back at
+// once (BenchmarkArena measures Close of a large arena).
+const freeWorkers = 8
 
 // Freeing memory: a chunk goes back to the backend when every one of its
 // buffers is idle (or retired after a failed fence). Candidates are
@@ -17,6 +23,7 @@ type trimPlan struct {
 	want   int64             // bytes to free at least; < 0: no byte target
 	keep   int               // idle buffers that stay
 	below  bool              // may free a chunk that takes the idle count below keep, while it is above keep before (so that at most keep stay idle)
+	floor  int               // idle buffers that stay even when below is set: what Reserve asked to keep
 	pick   func(*chunk) bool // chooses among the candidates; nil: any
 	reason TrimReason
 }
@@ -41,7 +48,7 @@ func (c *class) trimClass(pl trimPlan) (int64, error) {
 			continue
 		}
 		n := idleIn(ch)
-		if !pl.below && idle-n < pl.keep || !ch.claimForFree() {
+		if !pl.below && idle-n < pl.keep || idle-n < pl.floor || !ch.claimForFree() {
 			continue
 		}
 		victims = append(victims, ch)
@@ -101,12 +108,27 @@ func (c *class) freeVictims(victims []*chunk) error {
 	}
 	c.cache.clean()
 	co := c.core
-	var errs []error
-	for _, ch := range victims {
-		if err := co.backendFree(ch.alloc); err != nil {
-			errs = append(errs, err)
+	errs := make([]error, len(victims))
+	free := func(i int) {
+		errs[i] = co.backendFree(victims[i].alloc)
+		co.budget.release(victims[i].bytes)
+	}
+	if len(victims) == 1 {
+		free(0)
+	} else {
+		// Frees of a large arena run side by side: each waits on the
+		// driver or the kernel for a while (unregistering, unmapping),
+		// and much of that wait is not serialised.
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range min(len(victims), freeWorkers) {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < len(victims); i = int(next.Add(1) - 1) {
+					free(i)
+				}
+			})
 		}
-		co.budget.release(ch.bytes)
+		wg.Wait()
 	}
 	co.mu.Lock()
 	if co.freeing -= len(victims); co.freeing == 0 {
@@ -170,14 +192,18 @@ const (
 	// TrimFenceError: an allocation freed once the buffers of it whose
 	// fence failed were the only ones left.
 	TrimFenceError
+	// TrimReserveFailed: memory a Reserve grew and no Get took, freed
+	// because the Reserve failed or was cancelled.
+	TrimReserveFailed
 
 	numTrimReasons
 )
 
-var trimReasonNames = [numTrimReasons]string{"cap", "decay", "idle_timeout", "pressure", "explicit", "close", "fence_error"}
+var trimReasonNames = [numTrimReasons]string{"cap", "decay", "idle_timeout", "pressure", "explicit", "close", "fence_error", "reserve_failed"}
 
 // String returns the reason's name as metrics label it: "cap", "decay",
-// "idle_timeout", "pressure", "explicit", "close" or "fence_error".
+// "idle_timeout", "pressure", "explicit", "close", "fence_error" or
+// "reserve_failed".
 func (r TrimReason) String() string {
 	if r < 0 || r >= numTrimReasons {
 		return "unknown"
@@ -196,7 +222,7 @@ func TrimReasons() []TrimReason {
 
 // TrimCounts counts backend frees by reason; the counts add up to
 // Stats.Trims.
-type TrimCounts [7]uint64
+type TrimCounts [8]uint64
 
 // TrimCounts has one count per reason: the length is a literal so that the
 // documentation shows no unexported name, and this fails to compile when a

@@ -207,7 +207,13 @@ func (t *Thread) CopyHtoDAsync(s *Stream, dst DevicePtr, src []byte) error {
 	if err := checkPinned(src); err != nil {
 		return err
 	}
-	return resultErr("cuMemcpyHtoDAsync", fastCall(0, fn.cuMemcpyHtoDAsync, uintptr(dst), uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src)), s.handleOrZero(), 0, 0))
+	p, n := uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src))
+	if pinnedRun(p, n) == n {
+		return resultErr("cuMemcpyHtoDAsync", fastCall(0, fn.cuMemcpyHtoDAsync, uintptr(dst), p, n, s.handleOrZero(), 0, 0))
+	}
+	return resultErr("cuMemcpyHtoDAsync", eachRun(p, n, func(off, p, n uintptr) Result {
+		return fastCall(0, fn.cuMemcpyHtoDAsync, uintptr(dst)+off, p, n, s.handleOrZero(), 0, 0)
+	}))
 }
 
 // CopyDtoHAsync is Stream.CopyDtoHAsync without the per-call context switch.
@@ -218,7 +224,13 @@ func (t *Thread) CopyDtoHAsync(s *Stream, dst []byte, src DevicePtr) error {
 	if err := checkPinned(dst); err != nil {
 		return err
 	}
-	return resultErr("cuMemcpyDtoHAsync", fastCall(0, fn.cuMemcpyDtoHAsync, uintptr(unsafe.Pointer(unsafe.SliceData(dst))), uintptr(src), uintptr(len(dst)), s.handleOrZero(), 0, 0))
+	p, n := uintptr(unsafe.Pointer(unsafe.SliceData(dst))), uintptr(len(dst))
+	if pinnedRun(p, n) == n {
+		return resultErr("cuMemcpyDtoHAsync", fastCall(0, fn.cuMemcpyDtoHAsync, p, uintptr(src), n, s.handleOrZero(), 0, 0))
+	}
+	return resultErr("cuMemcpyDtoHAsync", eachRun(p, n, func(off, p, n uintptr) Result {
+		return fastCall(0, fn.cuMemcpyDtoHAsync, p, uintptr(src)+off, n, s.handleOrZero(), 0, 0)
+	}))
 }
 
 // CurrentContext returns the CUcontext handle current on the calling OS

@@ -17,7 +17,9 @@ func (c *Context) CopyHtoD(dst DevicePtr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	r := c.call(fn.cuMemcpyHtoD, uintptr(dst), uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src)))
+	r := eachRun(uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src)), func(off, p, n uintptr) Result {
+		return c.call(fn.cuMemcpyHtoD, uintptr(dst)+off, p, n)
+	})
 	runtime.KeepAlive(src)
 	if r != Success {
 		return check("cuMemcpyHtoD", r)
@@ -31,7 +33,9 @@ func (c *Context) CopyDtoH(dst []byte, src DevicePtr) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	r := c.call(fn.cuMemcpyDtoH, uintptr(unsafe.Pointer(unsafe.SliceData(dst))), uintptr(src), uintptr(len(dst)))
+	r := eachRun(uintptr(unsafe.Pointer(unsafe.SliceData(dst))), uintptr(len(dst)), func(off, p, n uintptr) Result {
+		return c.call(fn.cuMemcpyDtoH, p, uintptr(src)+off, n)
+	})
 	runtime.KeepAlive(dst)
 	return check("cuMemcpyDtoH", r)
 }
@@ -69,7 +73,13 @@ func (s *Stream) CopyHtoDAsync(dst DevicePtr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return check("cuMemcpyHtoDAsync", s.ctx.fast(fn.cuMemcpyHtoDAsync, uintptr(dst), uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src)), s.handle))
+	p, n := uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src))
+	if pinnedRun(p, n) == n {
+		return check("cuMemcpyHtoDAsync", s.ctx.fast(fn.cuMemcpyHtoDAsync, uintptr(dst), p, n, s.handle))
+	}
+	return check("cuMemcpyHtoDAsync", eachRun(p, n, func(off, p, n uintptr) Result {
+		return s.ctx.fast(fn.cuMemcpyHtoDAsync, uintptr(dst)+off, p, n, s.handle)
+	}))
 }
 
 // CopyDtoHAsync queues a copy of len(dst) bytes from the device at src into
@@ -83,7 +93,13 @@ func (s *Stream) CopyDtoHAsync(dst []byte, src DevicePtr) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	return check("cuMemcpyDtoHAsync", s.ctx.fast(fn.cuMemcpyDtoHAsync, uintptr(unsafe.Pointer(unsafe.SliceData(dst))), uintptr(src), uintptr(len(dst)), s.handle))
+	p, n := uintptr(unsafe.Pointer(unsafe.SliceData(dst))), uintptr(len(dst))
+	if pinnedRun(p, n) == n {
+		return check("cuMemcpyDtoHAsync", s.ctx.fast(fn.cuMemcpyDtoHAsync, p, uintptr(src), n, s.handle))
+	}
+	return check("cuMemcpyDtoHAsync", eachRun(p, n, func(off, p, n uintptr) Result {
+		return s.ctx.fast(fn.cuMemcpyDtoHAsync, p, uintptr(src)+off, n, s.handle)
+	}))
 }
 
 // CopyDtoDAsync queues a copy of n bytes between device addresses.

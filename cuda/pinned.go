@@ -56,13 +56,30 @@ func cmpUintptr(a, b uintptr) int {
 	return 0
 }
 
-// knownPinned reports whether [p, p+n) lies inside one registered range.
+// knownPinned reports whether [p, p+n) lies inside registered ranges: one,
+// or several that follow each other without a gap (a large allocation
+// registered in parts). A copy of such a range must be split at the parts'
+// boundaries: see pinnedRun.
 func knownPinned(p, n uintptr) bool {
 	sp := pinned.spans.Load()
-	if sp == nil {
+	if sp == nil || p+n < p {
 		return false
 	}
 	s := *sp
+	i := spanAt(s, p)
+	if i < 0 {
+		return false
+	}
+	for end := p + n; s[i].end < end; i++ {
+		if i+1 == len(s) || s[i+1].start != s[i].end {
+			return false
+		}
+	}
+	return true
+}
+
+// spanAt returns the index of the registered range holding p, or -1.
+func spanAt(s []span, p uintptr) int {
 	// The last span starting at or before p.
 	lo, hi := 0, len(s)
 	for lo < hi {
@@ -73,11 +90,40 @@ func knownPinned(p, n uintptr) bool {
 			hi = m
 		}
 	}
-	if lo == 0 {
-		return false
+	if lo == 0 || p >= s[lo-1].end {
+		return -1
 	}
-	r := s[lo-1]
-	return p >= r.start && p+n <= r.end && p+n >= p
+	return lo - 1
+}
+
+// pinnedRun returns how many of the n bytes at p one driver copy may take:
+// up to the end of the registered range holding p (the driver refuses a
+// copy that runs past one registration), or n when no known range holds
+// p (memory of other code, which the driver judges itself).
+func pinnedRun(p, n uintptr) uintptr {
+	sp := pinned.spans.Load()
+	if sp == nil {
+		return n
+	}
+	s := *sp
+	i := spanAt(s, p)
+	if i < 0 {
+		return n
+	}
+	return min(n, s[i].end-p)
+}
+
+// eachRun calls copy for each piece of the n bytes at host address p that
+// lies in one registration (one piece in the common case), with the
+// piece's offset, address and length, and stops at the first failure.
+func eachRun(p, n uintptr, copy func(off, p, n uintptr) Result) Result {
+	for off := uintptr(0); ; {
+		ln := pinnedRun(p+off, n-off)
+		if r := copy(off, p+off, ln); r != Success || off+ln >= n {
+			return r
+		}
+		off += ln
+	}
 }
 
 // pointer attributes and memory types of cuPointerGetAttribute.

@@ -51,7 +51,8 @@ func registerChunkSize(n, page int64) (int64, error) {
 // bytes from its start; an unaligned mem's first part is short by mem's
 // offset into its page. The last part holds the rest. chunk is rounded up
 // to a multiple of the system page size (down, where rounding up would
-// overflow an int); zero or negative means DefaultRegisterChunk. Each part
+// overflow an int); zero, negative or above DefaultRegisterChunk means
+// DefaultRegisterChunk. Each part
 // is passed to register as a slice of mem whose capacity is its length.
 //
 // If register fails, RegisterInParts frees the parts already registered,
@@ -92,9 +93,11 @@ func registerInParts[P interface{ Free() error }](mem []byte, chunk, page int, r
 	return parts, nil
 }
 
-// partSize resolves RegisterInParts's chunk for a page size page.
+// partSize resolves RegisterInParts's chunk for a page size page. No part
+// is larger than DefaultRegisterChunk, whatever chunk asks: single
+// registrations of 512 GiB and more fail.
 func partSize(chunk, page int) int {
-	if chunk <= 0 {
+	if chunk <= 0 || chunk > DefaultRegisterChunk {
 		chunk = DefaultRegisterChunk
 	}
 	if r := chunk % page; r != 0 {

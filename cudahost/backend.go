@@ -1,10 +1,12 @@
 package cudahost
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/hostmem"
@@ -25,7 +27,9 @@ type Backend struct {
 	name       string
 	allocFlags cuda.HostAllocFlags
 	regFlags   cuda.HostRegisterFlags
-	regChunk   int // RegisterChunk rounded up to the system page size
+	regChunk   int          // RegisterChunk rounded up to the system page size
+	splits     atomic.Int64 // registrations refused for their size and retried in smaller parts
+	gate       lockGate     // spaces the calls that hold the driver's lock
 
 	// releaseCtx releases the primary context (ctx.Close); tests replace it.
 	releaseCtx func() error
@@ -74,6 +78,10 @@ func ctxCloseErr(err error) error {
 func newBackend(ctx *cuda.Context, props cuda.Properties, opt Options, release func() error) *Backend {
 	b := &Backend{ctx: ctx, props: props, opt: opt, name: opt.name(), releaseCtx: release, refs: 1}
 	b.allocFlags, b.regFlags = opt.flags()
+	b.gate.pause = opt.RegisterPause
+	if opt.RegisterPause == 0 {
+		b.gate.pause = DefaultRegisterPause
+	}
 	if opt.Method == Register {
 		page := os.Getpagesize()
 		b.regChunk = (opt.RegisterChunk + page - 1) / page * page
@@ -85,6 +93,25 @@ func newBackend(ctx *cuda.Context, props cuda.Properties, opt Options, release f
 // each option set, in the order wc, ro, portable, mapped, huge, numaN; for
 // example "cuda:0/register" or "cuda:0/hostalloc+wc+mapped".
 func (b *Backend) Name() string { return b.name }
+
+// SplitRetries returns how many registrations the driver refused and the
+// backend retried in halves (the kernel may cap how much one pin call
+// takes), since New.
+func (b *Backend) SplitRetries() uint64 { return uint64(b.splits.Load()) }
+
+// GrowLimit is the most bytes a pool should ask of one Alloc: with
+// HostAlloc, Options.HostAllocChunk (one cuMemHostAlloc holds the driver's
+// lock for its whole length); with Register, zero (no limit: Alloc pins a
+// large size in pieces of RegisterChunk bytes itself).
+func (b *Backend) GrowLimit() int {
+	if b.opt.Method == Register {
+		return 0
+	}
+	if b.opt.HostAllocChunk > 0 {
+		return b.opt.HostAllocChunk
+	}
+	return DefaultHostAllocChunk
+}
 
 // Options returns the options the backend runs with: those given to New with
 // Method resolved (never Auto) and, for Register, RegisterChunk set.
@@ -141,10 +168,27 @@ func (b *Backend) release() error {
 // otherwise). It is slow (a driver call that pins every page, plus mmap and
 // prefault for Register) and must be kept off hot paths. On failure nothing
 // is left allocated, mapped or registered. After Close it fails with
-// ErrClosed.
+// ErrClosed. It is AllocContext without a context or progress.
 func (b *Backend) Alloc(size int) (*Chunk, error) {
+	return b.AllocContext(context.Background(), size, nil)
+}
+
+// AllocContext is Alloc that can be cancelled and reports progress. With
+// the Register method the chunk is made in pieces of at most
+// Options.RegisterChunk bytes: when ctx is done between two pieces, what was
+// made is undone and the error wraps ctx's error; progress, if not nil, is
+// called after each piece with the bytes pinned so far (rising, never
+// concurrently). With HostAlloc the chunk is one driver call: ctx is looked
+// at before it, and progress is called once, at the end.
+func (b *Backend) AllocContext(ctx context.Context, size int, progress func(pinned int)) (*Chunk, error) {
 	if size <= 0 || size%pageUnit != 0 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrInvalidSize, size)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cudahost: %s: allocating %d bytes: %w", b.name, size, err)
 	}
 	if err := b.acquire(); err != nil {
 		return nil, err
@@ -152,9 +196,12 @@ func (b *Backend) Alloc(size int) (*Chunk, error) {
 	var c *Chunk
 	var err error
 	if b.opt.Method == Register {
-		c, err = b.allocRegister(size)
+		c, err = b.allocRegister(ctx, size, progress)
 	} else {
 		c, err = b.allocHost(size)
+		if err == nil && progress != nil {
+			progress(size)
+		}
 	}
 	if err != nil {
 		return nil, also(err, b.release())
@@ -164,33 +211,64 @@ func (b *Backend) Alloc(size int) (*Chunk, error) {
 
 // allocHost allocates with cuMemHostAlloc.
 func (b *Backend) allocHost(size int) (*Chunk, error) {
-	m, err := b.ctx.HostAlloc(size, b.allocFlags)
+	m, err := gated(&b.gate, func() (*cuda.HostMem, error) { return b.ctx.HostAlloc(size, b.allocFlags) })
 	if err != nil {
 		return nil, fmt.Errorf("cudahost: %s: allocating %d bytes: %w", b.name, size, err)
 	}
-	return b.finish(m.Bytes()[:size:size], []part{m}, nil)
+	return b.finish(m.Bytes()[:size:size], []part{gatedPart{m, &b.gate}}, nil)
 }
 
-// allocRegister maps, prefaults and registers size bytes.
-func (b *Backend) allocRegister(size int) (*Chunk, error) {
-	r, err := hostmem.Map(size, hostmem.Options{
-		HugePages:       b.opt.HugePages,
-		BindNUMA:        b.opt.BindNUMA,
-		NUMANode:        b.opt.NUMANode,
-		PrefaultWorkers: b.opt.PrefaultWorkers,
+// allocRegister maps size bytes and prefaults and registers them piece by
+// piece (pipeline.go).
+func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int)) (*Chunk, error) {
+	r, err := hostmem.MapLazy(size, hostmem.Options{
+		HugePages: !b.opt.SmallPages,
+		BindNUMA:  b.opt.BindNUMA,
+		NUMANode:  b.opt.NUMANode,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cudahost: %s: mapping %d bytes: %w", b.name, size, err)
 	}
 	mem := r.Bytes()
-	parts, err := cuda.RegisterInParts(mem[:cap(mem)], b.regChunk, func(p []byte) (part, error) {
-		return b.ctx.HostRegister(p, b.regFlags)
-	})
+	mem = mem[:cap(mem)]
+	align := os.Getpagesize()
+	if r.HugePages() && len(mem) >= hugeAlign {
+		align = hugeAlign
+	}
+	pl := plan(len(mem), b.regChunk, b.opt.PrefaultWorkers, b.opt.RegisterWorkers, align)
+	g, err := pl.run(ctx, r, mem, func(p []byte) (part, error) {
+		m, err := gated(&b.gate, func() (*cuda.HostMem, error) { return b.ctx.HostRegister(p, b.regFlags) })
+		if err != nil {
+			return nil, err
+		}
+		return gatedPart{m, &b.gate}, nil
+	}, progress)
+	if err == nil {
+		if err = r.CheckNode(); err != nil {
+			err = also(err, freeParts(g.parts, pl.register))
+		}
+	}
 	if err != nil {
 		return nil, also(fmt.Errorf("cudahost: %s: %w", b.name, err), unmapErr(r.Unmap()))
 	}
-	return b.finish(mem[:size:size], parts, r)
+	b.splits.Add(int64(g.splits))
+	c, err := b.finish(mem[:size:size], g.parts, r)
+	if c != nil {
+		c.workers = max(pl.register, pl.prefault)
+		if size >= hugeReportMin {
+			c.hugeBytes, _ = r.HugePageBytes() // 0 when unknown
+		}
+	}
+	return c, err
 }
+
+// hugeReportMin is the smallest chunk whose huge pages are looked up
+// (reading /proc/self/smaps costs more than a small growth is worth).
+const hugeReportMin = 64 << 20
+
+// hugeAlign is the transparent huge page size the pipeline keeps whole
+// (x86-64 and arm64 with 4 KiB pages).
+const hugeAlign = 2 << 20
 
 // finish makes the Chunk and, for mapped memory, looks up its device
 // pointer; on failure it frees what was made.
@@ -222,23 +300,9 @@ func also(err, cleanup error) error {
 }
 
 // NewDefault returns the backend of device 0 that pinpool.DefaultBackend
-// uses: New(Options{}) (the Auto method), and, when Auto picks
-// registration, the same with HugePages, which makes growing much cheaper
-// (fewer page faults to prefault, fewer pages to pin: BenchmarkGrow's
-// register and register+huge cases measure it). Its errors are New's.
+// uses: New(Options{}), the Auto method (Register, with huge pages, where
+// the device supports it). Its errors are New's.
 func NewDefault() (*Backend, error) { return NewDefaultDevice(0) }
 
 // NewDefaultDevice is NewDefault for device dev.
-func NewDefaultDevice(dev int) (*Backend, error) {
-	b, err := New(Options{Device: dev})
-	if err != nil {
-		return nil, err
-	}
-	if b.Options().Method == Register {
-		if hb, herr := New(Options{Device: dev, Method: Register, HugePages: true}); herr == nil {
-			b.Close()
-			b = hb
-		}
-	}
-	return b, nil
-}
+func NewDefaultDevice(dev int) (*Backend, error) { return New(Options{Device: dev}) }

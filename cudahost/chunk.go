@@ -31,9 +31,12 @@ type Chunk struct {
 	mem    []byte // len == cap == the size asked of Alloc
 	parts  []part // in address order
 	region unmapper
-	dptr   uintptr
-	mapped bool
-	freed  atomic.Bool
+	// workers is how many goroutines Free uses to give the parts back.
+	workers   int
+	hugeBytes int64 // backed by huge pages when made
+	dptr      uintptr
+	mapped    bool
+	freed     atomic.Bool
 }
 
 // Bytes returns the memory; its length is the size given to Alloc. It
@@ -52,6 +55,17 @@ func (c *Chunk) Pointer() unsafe.Pointer {
 	}
 	return unsafe.Pointer(unsafe.SliceData(c.mem))
 }
+
+// HugePageBytes returns how many bytes of the chunk were backed by huge
+// pages when it was made (hostmem.Region.HugePageBytes): with
+// Options.HugePages, all of it from the hugetlb pool or what transparent
+// huge pages the kernel gave; 0 otherwise (HostAlloc: the driver's pages;
+// chunks under 64 MiB, for which it is not looked up).
+func (c *Chunk) HugePageBytes() int64 { return min(c.hugeBytes, int64(len(c.mem))) }
+
+// Registrations returns how many cuMemHostRegister calls pinned the chunk
+// (1 for HostAlloc: one cuMemHostAlloc).
+func (c *Chunk) Registrations() int { return len(c.parts) }
 
 // Len returns the size given to Alloc.
 func (c *Chunk) Len() int { return len(c.mem) }
@@ -85,12 +99,26 @@ func (c *Chunk) Free() error {
 }
 
 // freeMemory unregisters or frees every part, then unmaps the region.
+// Parts are given back by several goroutines, and each part's pages are
+// discarded as soon as it is unregistered (in parallel; one munmap of a
+// large region frees its pages on one thread), so that a large chunk is
+// freed in a fraction of the time and the driver's lock is held for one
+// part at a time.
 func (c *Chunk) freeMemory() error {
 	var errs []error
-	for _, p := range c.parts {
-		if err := p.Free(); err != nil {
-			errs = append(errs, err)
-		}
+	d, discards := c.region.(discarder)
+	offs := make([]int, len(c.parts))
+	off := 0
+	for i, p := range c.parts {
+		offs[i] = off
+		off += p.Len()
+	}
+	free := make([]part, len(c.parts))
+	for i, p := range c.parts {
+		free[i] = discardAfter{p, d, offs[i], discards && len(c.parts) > 1}
+	}
+	if err := freeParts(free, c.workers); err != nil {
+		errs = append(errs, err)
 	}
 	if c.region != nil {
 		if err := c.region.Unmap(); err != nil {
@@ -101,6 +129,30 @@ func (c *Chunk) freeMemory() error {
 		return nil
 	}
 	return fmt.Errorf("cudahost: %s: freeing %d bytes: %w", c.b.name, len(c.mem), errors.Join(errs...))
+}
+
+// discarder is a region whose pages can be given back in parts before it
+// is unmapped: a *hostmem.Region.
+type discarder interface {
+	Discard(off, n int) error
+}
+
+// discardAfter frees a part, then discards its pages.
+type discardAfter struct {
+	part
+	d   discarder
+	off int
+	on  bool
+}
+
+func (p discardAfter) Free() error {
+	if err := p.part.Free(); err != nil {
+		return err // still registered: the pages stay until the unmap
+	}
+	if p.on {
+		_ = p.d.Discard(p.off, p.part.Len()) // the unmap frees them anyway
+	}
+	return nil
 }
 
 // devicePointer returns the device address of the first part and checks that

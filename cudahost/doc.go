@@ -16,12 +16,23 @@
 // back. It is the only method with write-combined memory and the only one on
 // integrated GPUs below compute capability 7.2.
 //
-// Register maps anonymous memory (hostmem.Map: optional NUMA binding and
-// transparent huge pages), prefaults it with several goroutines, and pins
-// the touched pages with cuMemHostRegister, in parts of at most
-// Options.RegisterChunk bytes (64 GiB by default: single registrations of
-// 512 GiB and more have been seen to fail). Free unregisters every part and
-// unmaps. Only Register has read-only memory, huge pages and NUMA binding.
+// Register maps anonymous memory (hostmem.MapLazy: optional NUMA binding,
+// and huge pages: the hugetlb pool when enough are reserved, else
+// transparent huge pages), and pins it with cuMemHostRegister in pieces of
+// at most Options.RegisterChunk bytes, each one call that holds the
+// driver's lock for a bounded time. Options.PrefaultWorkers goroutines
+// fault the pages in ahead of Options.RegisterWorkers goroutines that
+// register each piece as soon as it is backed, so prefault and
+// registration overlap; a registration refused for its size is retried in
+// halves (Backend.SplitRetries). Backend.AllocContext stops between pieces
+// when its context is done and reports progress. Free unregisters the
+// pieces on several goroutines and gives each one's pages back as it goes.
+// Package cuda's copies cut a copy that spans pieces at their boundaries.
+// Only Register has read-only memory, huge pages and NUMA binding.
+//
+// A HostAlloc chunk is one driver call for its whole size: Backend.GrowLimit
+// (Options.HostAllocChunk) tells the pool to grow it in bounded
+// allocations.
 //
 // Registering memory that is already touched is several times faster than
 // cuMemHostAlloc of the same size; the prefault that touches it costs too

@@ -13,9 +13,11 @@ var (
 
 	// ErrInvalidOptions is returned by New for options that contradict each
 	// other or are out of range, whatever the device: WriteCombined with the
-	// Register method, ReadOnly, HugePages or BindNUMA with the HostAlloc
-	// method, an unknown Method, a negative Device or NUMANode, a
-	// RegisterChunk that is negative or not a multiple of 4096.
+	// Register method, ReadOnly, HugePages, SmallPages or BindNUMA with the
+	// HostAlloc method, HugePages with SmallPages, an unknown Method, a
+	// negative Device or NUMANode, a RegisterChunk that is negative, not a
+	// multiple of 4096 or above MaxRegisterChunk, a HostAllocChunk that is
+	// negative or not a multiple of 4096.
 	ErrInvalidOptions = errors.New("cudahost: invalid options")
 
 	// ErrUnsupported is returned by New when the device cannot do what the

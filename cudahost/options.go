@@ -2,13 +2,30 @@ package cudahost
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/pinpool/pinpool/cuda"
 )
 
 // DefaultRegisterChunk is the RegisterChunk used when Options.RegisterChunk
-// is zero: cuda.DefaultRegisterChunk (64 GiB).
-const DefaultRegisterChunk = cuda.DefaultRegisterChunk
+// is zero: small enough that one registration call keeps other streams
+// waiting for a short while only, large enough that the driver's cost per
+// call stays small against the pinning (BenchmarkArena and `pinpool arena`
+// measure both for each piece size).
+const DefaultRegisterChunk = 32 << 20
+
+// MaxRegisterChunk is the largest RegisterChunk: no single registration
+// call pins more (driver r580 fails from 512 GiB).
+const MaxRegisterChunk = 64 << 30
+
+// DefaultHostAllocChunk is the HostAllocChunk used when it is zero: one
+// cuMemHostAlloc of it holds the driver's lock about as long as one
+// registration of a RegisterChunk piece.
+const DefaultHostAllocChunk = 2 << 20
+
+// DefaultRegisterPause is the RegisterPause used when it is zero: longer
+// than a thread takes to wake up on the lock's release.
+const DefaultRegisterPause = 200 * time.Microsecond
 
 // pageUnit is the granularity of sizes.
 const pageUnit = 4096
@@ -51,10 +68,18 @@ type Options struct {
 	// ReadOnlyHostRegisterSupported (ErrUnsupported otherwise).
 	ReadOnly bool
 
-	// HugePages advises transparent huge pages for the mapping (Register
-	// method only): fewer page faults when prefaulting and fewer pages for
-	// the driver to pin. Best effort.
+	// HugePages asks for huge pages (Register method only), which the
+	// Register method does by default anyway: the hugetlb pool when enough
+	// huge pages are reserved, else transparent huge pages (advised), with
+	// fewer page faults when prefaulting and fewer pages for the driver to
+	// pin. Best effort; Chunk.HugePageBytes says what was obtained. Set, it
+	// makes Auto pick Register.
 	HugePages bool
+
+	// SmallPages maps normal pages only (Register method only), for a
+	// system where huge pages do harm (memory fragmentation, compaction).
+	// It cannot be combined with HugePages.
+	SmallPages bool
 
 	// BindNUMA binds the mapping to host NUMA node NUMANode before it is
 	// touched (Register method only). It is never done implicitly: when
@@ -73,19 +98,46 @@ type Options struct {
 	// default, min(GOMAXPROCS, 8).
 	PrefaultWorkers int
 
+	// RegisterPause is the least time the backend leaves the driver's lock
+	// free after each call that holds it (a registration or an
+	// unregistration of a piece, a cuMemHostAlloc or cuMemFreeHost), so
+	// that other goroutines' copies and driver calls get in between; the
+	// pause is a quarter of the call's time when that is longer. Zero
+	// means DefaultRegisterPause; negative means no pause (and such calls
+	// may then run at once on several goroutines).
+	RegisterPause time.Duration
+
+	// RegisterWorkers is the number of goroutines that call
+	// cuMemHostRegister at once while an allocation grows (Register method
+	// only), each on the next piece whose pages are backed. Zero or
+	// negative means DefaultRegisterWorkers.
+	RegisterWorkers int
+
+	// HostAllocChunk is the most bytes the pool should ask of one
+	// cuMemHostAlloc (HostAlloc method only; see Backend.GrowLimit): the
+	// call holds a driver-wide lock for its whole length, so a larger one
+	// stalls other goroutines' copies for longer. Zero means DefaultHostAllocChunk; otherwise a positive
+	// multiple of 4096.
+	HostAllocChunk int
+
 	// RegisterChunk is the most bytes one cuMemHostRegister call pins
-	// (Register method only): a larger allocation is registered as several
-	// consecutive registrations, all undone on failure and on Free. Zero
-	// means DefaultRegisterChunk; otherwise it must be a positive multiple
-	// of 4096 (it is rounded up to the system page size where pages are
-	// larger). A copy whose host range crosses a part boundary is still
-	// correct, but the driver may treat it as pageable.
+	// (Register method only), at most MaxRegisterChunk: a larger
+	// allocation is registered as several consecutive registrations, all
+	// undone on failure and on Free. Each call holds the driver's lock
+	// while it pins, so the piece bounds how long other streams' copies
+	// wait. Zero means DefaultRegisterChunk; otherwise it must be a
+	// positive multiple of 4096 (it is rounded up to the system page size
+	// where pages are larger). The driver takes a copy only when it lies
+	// inside one registration; package cuda's copies split a copy that
+	// crosses a part boundary into one copy per part.
 	RegisterChunk int
 }
 
 // registerOnly reports whether opt asks for something only the Register
 // method has.
-func (opt Options) registerOnly() bool { return opt.ReadOnly || opt.HugePages || opt.BindNUMA }
+func (opt Options) registerOnly() bool {
+	return opt.ReadOnly || opt.HugePages || opt.SmallPages || opt.BindNUMA
+}
 
 // checkOptions validates what does not depend on the device.
 func checkOptions(opt Options) error {
@@ -99,6 +151,12 @@ func checkOptions(opt Options) error {
 		return fmt.Errorf("%w: negative NUMA node %d", ErrInvalidOptions, opt.NUMANode)
 	case chunkErr != nil:
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, chunkErr)
+	case opt.RegisterChunk > MaxRegisterChunk:
+		return fmt.Errorf("%w: RegisterChunk %d: at most %d (single registrations of 512 GiB and more fail)", ErrInvalidOptions, opt.RegisterChunk, int64(MaxRegisterChunk))
+	case opt.HostAllocChunk < 0 || opt.HostAllocChunk%pageUnit != 0:
+		return fmt.Errorf("%w: HostAllocChunk %d: want 0 (default %d) or a positive multiple of %d", ErrInvalidOptions, opt.HostAllocChunk, DefaultHostAllocChunk, pageUnit)
+	case opt.HugePages && opt.SmallPages:
+		return fmt.Errorf("%w: HugePages and SmallPages contradict each other", ErrInvalidOptions)
 	case opt.WriteCombined && opt.Method == Register:
 		return fmt.Errorf("%w: WriteCombined needs the hostalloc method (cuMemHostRegister has no write-combined flag)", ErrInvalidOptions)
 	case opt.registerOnly() && opt.Method == HostAlloc:
@@ -122,6 +180,7 @@ func registerOnlyNames(opt Options) string {
 	}
 	add(opt.ReadOnly, "ReadOnly")
 	add(opt.HugePages, "HugePages")
+	add(opt.SmallPages, "SmallPages")
 	add(opt.BindNUMA, "BindNUMA")
 	return s
 }
@@ -185,7 +244,11 @@ func validate(opt Options, p cuda.Properties) (Options, error) {
 		return opt, fmt.Errorf("%w: %s: ReadOnly: the device does not report read-only host-register support", ErrUnsupported, describe(p))
 	}
 	if opt.Method == Register {
-		n, err := cuda.RegisterChunkSize(int64(opt.RegisterChunk)) // checked by checkOptions
+		chunk := int64(opt.RegisterChunk)
+		if chunk == 0 {
+			chunk = DefaultRegisterChunk
+		}
+		n, err := cuda.RegisterChunkSize(chunk) // checked by checkOptions
 		if err != nil {
 			return opt, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
@@ -232,6 +295,7 @@ func (opt Options) name() string {
 	add(opt.Portable, "portable")
 	add(opt.Mapped, "mapped")
 	add(opt.HugePages, "huge")
+	add(opt.SmallPages, "small")
 	if opt.BindNUMA {
 		s += fmt.Sprintf("+numa%d", opt.NUMANode)
 	}

@@ -72,6 +72,10 @@ func TestValidate(t *testing.T) {
 		{"register wc", Options{Method: Register, WriteCombined: true}, propsH200, 0, ErrInvalidOptions, "WriteCombined"},
 		{"hostalloc read-only", Options{Method: HostAlloc, ReadOnly: true}, propsH200, 0, ErrInvalidOptions, "ReadOnly"},
 		{"hostalloc huge", Options{Method: HostAlloc, HugePages: true}, propsH200, 0, ErrInvalidOptions, "HugePages"},
+		{"hostalloc small", Options{Method: HostAlloc, SmallPages: true}, propsH200, 0, ErrInvalidOptions, "SmallPages"},
+		{"huge and small", Options{HugePages: true, SmallPages: true}, propsH200, 0, ErrInvalidOptions, "contradict"},
+		{"register chunk above 64 GiB", Options{Method: Register, RegisterChunk: 64<<30 + 4096}, propsH200, 0, ErrInvalidOptions, "at most"},
+		{"hostalloc chunk not a page multiple", Options{Method: HostAlloc, HostAllocChunk: 100}, propsH200, 0, ErrInvalidOptions, "HostAllocChunk"},
 		{"hostalloc numa", Options{Method: HostAlloc, BindNUMA: true}, propsH200, 0, ErrInvalidOptions, "BindNUMA"},
 		{"auto wc huge", Options{WriteCombined: true, HugePages: true}, propsH200, 0, ErrInvalidOptions, "cannot be combined"},
 		{"unknown method", Options{Method: 7}, propsH200, 0, ErrInvalidOptions, "Method(7)"},
@@ -159,6 +163,7 @@ func TestNameAndFlags(t *testing.T) {
 		reg   cuda.HostRegisterFlags
 	}{
 		{Options{Method: Register}, "cuda:0/register", 0, 0},
+		{Options{Method: Register, SmallPages: true}, "cuda:0/register+small", 0, 0},
 		{Options{Method: HostAlloc}, "cuda:0/hostalloc", 0, 0},
 		{Options{Device: 1, Method: HostAlloc, WriteCombined: true, Mapped: true}, "cuda:1/hostalloc+wc+mapped",
 			cuda.HostAllocWriteCombined | cuda.HostAllocDeviceMap, 0},

@@ -28,3 +28,21 @@ const RaiseLockLimitHint = "`ulimit -l unlimited`"
 
 // LockLimitHint is RaiseLockLimitHint (Linux only).
 func LockLimitHint() string { return RaiseLockLimitHint }
+
+// MapLazy returns ErrUnsupported: the real implementation is Linux only.
+func MapLazy(size int, opt Options) (*Region, error) { return nil, ErrUnsupported }
+
+// Prefault returns ErrUnsupported: the real implementation is Linux only.
+func (r *Region) Prefault(off, n int) error { return ErrUnsupported }
+
+// Discard returns ErrUnsupported: the real implementation is Linux only.
+func (r *Region) Discard(off, n int) error { return ErrUnsupported }
+
+// HugeTLB is false: the real implementation is Linux only.
+func (r *Region) HugeTLB() bool { return false }
+
+// HugePageBytes returns ErrUnsupported: the real implementation is Linux only.
+func (r *Region) HugePageBytes() (int64, error) { return 0, ErrUnsupported }
+
+// CheckNode returns ErrUnsupported: the real implementation is Linux only.
+func (r *Region) CheckNode() error { return ErrUnsupported }

@@ -39,6 +39,37 @@ func Alloc(size int, opt Options) (*Region, error) {
 const maxNUMANodes = 1 << 15
 
 func newRegion(size int, opt Options, lock bool) (*Region, error) {
+	r, err := newRegionLazy(size, opt)
+	if err != nil {
+		return nil, err
+	}
+	page := unix.Getpagesize()
+	mem := unsafe.Slice((*byte)(r.base), r.capacity)
+	fail := func(err error) (*Region, error) {
+		_ = unix.MunmapPtr(r.base, uintptr(r.capacity))
+		return nil, err
+	}
+	align := page
+	if r.huge && r.capacity >= hugePageSize() {
+		align = hugePageSize()
+	}
+	if err := prefault(mem, page, align, opt.PrefaultWorkers); err != nil {
+		return fail(err)
+	}
+	if err := r.CheckNode(); err != nil {
+		return fail(err)
+	}
+	if lock {
+		if err := unix.Mlock(mem); err != nil {
+			return fail(lockError(r.capacity, err))
+		}
+		r.locked = true
+	}
+	return r, nil
+}
+
+// newRegionLazy maps, binds and advises a region, and backs none of it.
+func newRegionLazy(size int, opt Options) (*Region, error) {
 	page := unix.Getpagesize()
 	capacity, ok := roundUp(size, page)
 	if size <= 0 || !ok {
@@ -54,39 +85,42 @@ func newRegion(size int, opt Options, lock bool) (*Region, error) {
 	huge := 0
 	if opt.HugePages {
 		huge = hugePageSize()
+		if tlb := hugeTLB(capacity); tlb > 0 {
+			if n, ok := roundUp(capacity, tlb); ok {
+				if p, err := mapHugeTLB(n, tlb); err == nil {
+					r := &Region{base: p, size: size, capacity: n, node: node, huge: true, hugetlb: true}
+					return r, r.bind(node)
+				}
+			}
+			// Another mapping took the free pages meanwhile: fall back to
+			// transparent huge pages.
+		}
 	}
 	base, err := mapAligned(capacity, huge, page)
 	if err != nil {
 		return nil, fmt.Errorf("hostmem: mmap of %d bytes: %w", capacity, err)
 	}
 	r := &Region{base: base, size: size, capacity: capacity, node: node}
-	mem := unsafe.Slice((*byte)(base), capacity)
-	fail := func(err error) (*Region, error) {
-		_ = unix.MunmapPtr(base, uintptr(capacity))
+	if err := r.bind(node); err != nil {
 		return nil, err
 	}
-	if node >= 0 {
-		if err := mbind(mem, node); err != nil {
-			return fail(fmt.Errorf("%w %d: mbind: %w", ErrNUMA, node, err))
-		}
-	}
-	align := page
 	if opt.HugePages {
-		r.huge = unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil
-		if r.huge && capacity >= huge {
-			align = huge
-		}
-	}
-	if err := prefault(mem, page, align, opt.PrefaultWorkers); err != nil {
-		return fail(err)
-	}
-	if lock {
-		if err := unix.Mlock(mem); err != nil {
-			return fail(lockError(capacity, err))
-		}
-		r.locked = true
+		r.huge = unix.Madvise(unsafe.Slice((*byte)(base), capacity), unix.MADV_HUGEPAGE) == nil
 	}
 	return r, nil
+}
+
+// bind binds a new region to node (none when node < 0); on failure it
+// unmaps the region.
+func (r *Region) bind(node int) error {
+	if node < 0 {
+		return nil
+	}
+	if err := mbind(unsafe.Slice((*byte)(r.base), r.capacity), node); err != nil {
+		_ = unix.MunmapPtr(r.base, uintptr(r.capacity))
+		return fmt.Errorf("%w %d: mbind: %w", ErrNUMA, node, err)
+	}
+	return nil
 }
 
 // release unlocks and unmaps the region; Unmap guarantees it runs once.

@@ -13,8 +13,9 @@ type Region struct {
 	size     int            // requested size
 	capacity int            // mapped size, whole pages
 	locked   bool
-	huge     bool
-	node     int // NUMA node bound to, or -1
+	huge     bool // madvise(MADV_HUGEPAGE) accepted
+	hugetlb  bool // backed by the hugetlb pool (MAP_HUGETLB)
+	node     int  // NUMA node bound to, or -1
 	unmapped atomic.Bool
 }
 

@@ -216,9 +216,11 @@ func newCollector(p *pinpool.Pool, opts []Option) (*Collector, error) {
 		func(s *pinpool.Stats) float64 { return i64(s.Budget) })
 	gauge("lock_limit_bytes", "What the backend could lock under RLIMIT_MEMLOCK when the pool was made, kept like a budget; 0 means no limit.",
 		func(s *pinpool.Stats) float64 { return i64(s.LockLimit) })
+	gauge("huge_page_bytes", "The part of the held memory that huge pages backed when it was allocated, as the backend reports it (Stats.BytesHugePages).",
+		func(s *pinpool.Stats) float64 { return i64(s.BytesHugePages) })
 	c.growSeconds = desc("grow_duration_seconds", "Time of each backend allocation (pinpool.DurationBounds).")
 	c.waitSeconds = desc("budget_wait_duration_seconds", "How long each Get that waited for room in the budget (or the lock limit) waited, served or not.")
-	c.trimsBy = desc("trims_by_reason_total", `Backend frees by reason (pinpool.TrimReason): "cap" (room for another size under a budget or limit), "decay" (idle above MaxIdle not needed for the decay time), "idle_timeout", "pressure" (headroom below MinAvailable), "explicit" (Trim), "close", "fence_error". They add up to pinpool_trims_total.`, "reason")
+	c.trimsBy = desc("trims_by_reason_total", `Backend frees by reason (pinpool.TrimReason): "cap" (room for another size under a budget or limit), "decay" (idle above MaxIdle not needed for the decay time), "idle_timeout", "pressure" (headroom below MinAvailable), "explicit" (Trim), "close", "fence_error", "reserve_failed" (what a failed or cancelled Reserve grew). They add up to pinpool_trims_total.`, "reason")
 	c.classes = desc("size_classes", "Size classes of the pool, including those summed under size=\"other\".")
 
 	counter("gets_total", "Get and TryGet calls for a valid size on an open pool.",
@@ -245,6 +247,8 @@ func newCollector(p *pinpool.Pool, opts []Option) (*Collector, error) {
 		func(s *pinpool.Stats) float64 { return u64(s.ReleasedAfterFence) })
 	counter("fence_errors_total", "Buffers retired because their fence reported an error or panicked.",
 		func(s *pinpool.Stats) float64 { return u64(s.FenceErrors) })
+	counter("pin_splits_total", "Pin calls the system refused for their size and the backend retried in smaller parts.",
+		func(s *pinpool.Stats) float64 { return u64(s.PinSplits) })
 	counter("budget_waits_total", "Get calls that had to wait for room in the budget (or the lock limit).",
 		func(s *pinpool.Stats) float64 { return u64(s.BudgetWaits) })
 	counter("budget_refusals_total", "Growths refused by the budget (or the lock limit).",

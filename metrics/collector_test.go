@@ -237,6 +237,8 @@ func TestScrapeAfterActivity(t *testing.T) {
 		{"pinpool_low_memory_refusals_total", 0},
 		{"pinpool_released_after_fence_total", 0},
 		{"pinpool_fence_errors_total", 0},
+		{"pinpool_huge_page_bytes", 0},
+		{"pinpool_pin_splits_total", 0},
 	} {
 		if got := value(t, fams, tc.name, backend); got != tc.want {
 			t.Errorf("%s = %v, want %v", tc.name, got, tc.want)

@@ -27,6 +27,7 @@
 //	pinpool_memory_peak_bytes      the most memory held at once since the pool was made
 //	pinpool_budget_bytes           Options.Budget; 0 means no budget
 //	pinpool_lock_limit_bytes       what RLIMIT_MEMLOCK let the backend lock at New; 0 means no limit
+//	pinpool_huge_page_bytes        held memory that huge pages backed when allocated
 //	pinpool_size_classes           size classes of the pool
 //	pinpool_class_buffers{size, state="in_use"|"idle"|"pending"|"retired"}
 //	                               buffers of each size class, by state
@@ -44,6 +45,7 @@
 //	pinpool_released_after_fence_total, pinpool_fence_errors_total
 //	pinpool_budget_waits_total, pinpool_budget_refusals_total (budget or lock limit)
 //	pinpool_low_memory_refusals_total
+//	pinpool_pin_splits_total (pin calls retried in smaller parts)
 //	pinpool_class_gets_total{size}, pinpool_class_misses_total{size}, pinpool_class_grows_total{size}
 //
 // Histograms (one observation per event, bounds pinpool.DurationBounds,

@@ -11,6 +11,7 @@
 //	pinpool bench [--sizes 4KiB,1MiB,... | --max-size 1GiB] [--kinds pinned,staged,...] [--directions H2D,D2H,both] [--json | --csv | --gobench] [--plot FILE.png|.svg]
 //	pinpool advise [--from bench.json | --full] [--json]
 //	pinpool stress [--goroutines 10] [--iterations 100] [--size 3110400] [--sleep-scale 1] [--warmup N] [--reserve] [--budget BYTES] [--wait D] [--[no-]exact] [--compare-raw] [--compare-seed] [--metrics-addr HOST:PORT] [--json]
+//	pinpool arena [--sizes 4GiB,...] [--ways pool:blocks=2MiB,pool,hostalloc-raw,...] [--json]
 //	pinpool monitor [--interval 1s] [--once | --count N] [--pid PID] [--warn-below 3%] [--json]
 //	pinpool version [--json]
 //	pinpool --version
@@ -51,6 +52,7 @@ type cli struct {
 	Stress  stressCmd  `cmd:"" help:"Run a pool test (goroutines getting and releasing video frames) on pinpool's pool, optionally against raw allocation and a mutex-and-list pool (the common C++ design)."`
 	Bench   benchCmd   `cmd:"" help:"Measure transfers for every kind of host memory, direction and size, the cost of allocating pinned memory, and the pool against a mutex-and-list pool (the common C++ design)."`
 	Advise  adviseCmd  `cmd:"" help:"Measure briefly (or read a saved 'bench --json' report) and say which memory to use for which data on this machine, with the figures behind each line."`
+	Arena   arenaCmd   `cmd:"" help:"Reserve a large pinned arena several ways, timing each, a neighbour's copies meanwhile, and the free."`
 	Monitor monitorCmd `cmd:"" help:"Watch locked and pinned memory: /proc/meminfo, a process's VmLck and VmPin, RLIMIT_MEMLOCK, GPU memory."`
 	Version versionCmd `cmd:"" help:"Show the module version, VCS revision and time, Go version and platform of this binary."`
 

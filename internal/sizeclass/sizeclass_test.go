@@ -7,8 +7,8 @@ import (
 )
 
 func TestCount(t *testing.T) {
-	if got := Count(); got != 208 {
-		t.Fatalf("Count() = %d, want 208", got)
+	if got := Count(); got != 1408 {
+		t.Fatalf("Count() = %d, want 1408", got)
 	}
 	if got := Size(Count() - 1); got != Max {
 		t.Fatalf("Size(last) = %d, want Max %d", got, int64(Max))
@@ -41,8 +41,11 @@ func TestRoundTable(t *testing.T) {
 		{1 << 20, 1 << 20, 47},
 		{1<<20 + 1, 1<<20 + 1<<17, 48},
 		{3110400, 3145728, 59}, // one 1080p NV12 frame -> 3 MiB
-		{Max - 1, Max, 207},
-		{Max, Max, 207},
+		{1 << 30, 1 << 30, 127},
+		{1<<30 + 1, 1<<30 + 8<<20, 128}, // above 1 GiB the step is 8 MiB
+		{2233382994, 2248146944, 261},   // 2.08 GiB: 16 MiB steps, 14.8 MB of waste where eight classes a doubling wasted 260 MB
+		{Max - 1, Max, 1407},
+		{Max, Max, 1407},
 	}
 	for _, tt := range tests {
 		got, err := Round(tt.n)
@@ -148,6 +151,9 @@ func checkRequest(t *testing.T, n int64) {
 		t.Fatalf("Round(%d) = %d not page aligned", n, c)
 	}
 	waste := c - n
+	if n > FineMin && FineWasteDivisor*waste >= n {
+		t.Fatalf("Round(%d) = %d wastes %d bytes, not < n/%d", n, c, waste, FineWasteDivisor)
+	}
 	if n > LinearMax && WasteDivisor*waste >= n {
 		t.Fatalf("Round(%d) = %d wastes %d bytes, not < n/%d", n, c, waste, WasteDivisor)
 	}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// TestArenaHost measures a small arena on the host backend (the GPU host
+// runs it on the CUDA ways) and checks every figure is there.
+func TestArenaHost(t *testing.T) {
+	if cuda.Load() == nil {
+		t.Skip("a GPU is present: the host ways are not the default here")
+	}
+	out, errOut, code := runCLI(t, "arena", "--sizes", "4MiB", "--ways", "host,pool+host:blocks=2MiB,pool+host", "--json", "--progress", "never")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d JSON lines, want 3:\n%s", len(lines), out)
+	}
+	for i, want := range []string{"host", "pool+host:blocks=2MiB", "pool+host"} {
+		var r struct {
+			Way   string  `json:"way"`
+			Bytes int64   `json:"bytes"`
+			Took  int64   `json:"took_ns"`
+			GBps  float64 `json:"gb_per_s"`
+			Close int64   `json:"close_ns"`
+			Error string  `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(lines[i]), &r); err != nil {
+			t.Fatalf("line %d: %v\n%s", i, err, lines[i])
+		}
+		if r.Way != want || r.Bytes != 4<<20 || r.Error != "" || r.Took <= 0 || r.GBps <= 0 || r.Close <= 0 {
+			t.Errorf("line %d: %+v, want way %q of 4 MiB measured without error", i, r, want)
+		}
+	}
+	if !strings.Contains(errOut, "no GPU") {
+		t.Errorf("stderr does not say there is no GPU:\n%s", errOut)
+	}
+}
+
+// TestArenaUsage checks that bad ways and sizes are usage errors, refused
+// before anything is measured.
+func TestArenaUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"arena", "--ways", "bogus"}, `unknown kind "bogus"`},
+		{[]string{"arena", "--ways", "register:piece=3"}, "piece=3: want a positive multiple of 4 KiB"},
+		{[]string{"arena", "--ways", "pool:regw=2"}, `unknown knob "regw" for pool`},
+		{[]string{"arena", "--ways", "pool+nothing"}, `unknown backend "nothing"`},
+	} {
+		_, errOut, code := runCLI(t, tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit %d, stderr:\n%s\nwant exit 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	_, errOut, code := runCLI(t, "arena", "--sizes", "64TiB", "--ways", "host")
+	if code != 1 || !strings.Contains(errOut, "MemAvailable") {
+		t.Errorf("a 64 TiB arena: exit %d, stderr:\n%s\nwant exit 1 naming MemAvailable", code, errOut)
+	}
+}

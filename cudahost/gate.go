@@ -1,0 +1,57 @@
+package cudahost
+
+import (
+	"sync"
+	"time"
+)
+
+// lockGate spaces the backend's calls that hold the driver's lock for
+// their whole length (cuMemHostRegister, cuMemHostUnregister,
+// cuMemHostAlloc, cuMemFreeHost). Back to back, such calls keep the lock
+// nearly all the time, and another goroutine's copy waits for many of them
+// in a row: the lock is not handed out in turn, and a thread woken when it
+// is released runs a while later, by when the next call has taken it.
+// So the calls run one at a time, and after each the gate stays shut for
+// a pause (a quarter of the call's time, at least the backend's minimum),
+// in which waiting calls of other code get the lock. BenchmarkArena and
+// `pinpool arena` measure the pause against the neighbour's copies.
+type lockGate struct {
+	mu    sync.Mutex
+	next  time.Time     // no gated call starts before this
+	pause time.Duration // the least pause after a call; < 0: no gate
+}
+
+// do runs f through the gate.
+func (g *lockGate) do(f func()) {
+	if g.pause < 0 {
+		f()
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if d := time.Until(g.next); d > 0 {
+		time.Sleep(d)
+	}
+	t0 := time.Now()
+	f()
+	end := time.Now()
+	g.next = end.Add(max(g.pause, end.Sub(t0)/4))
+}
+
+// gated calls f through the gate and returns what it returns.
+func gated[T any](g *lockGate, f func() (T, error)) (v T, err error) {
+	g.do(func() { v, err = f() })
+	return v, err
+}
+
+// gatedPart is a part whose Free goes through the gate.
+type gatedPart struct {
+	part
+	g *lockGate
+}
+
+func (p gatedPart) Free() error {
+	var err error
+	p.g.do(func() { err = p.part.Free() })
+	return err
+}

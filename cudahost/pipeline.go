@@ -1,0 +1,252 @@
+package cudahost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// The Register method's growth. A large allocation is made in pieces of
+// at most Options.RegisterChunk bytes, each one cuMemHostRegister call, so
+// that the driver's lock is held for one bounded piece at a time and other
+// goroutines' copies get in between. Prefault (page faults and zeroing,
+// which take no driver lock) runs on several goroutines ahead of the
+// registration, so the two overlap: a piece is registered as soon as its
+// pages are backed, while the workers fault in the next ones.
+// BenchmarkArena (package pinpool) and `pinpool arena` measure the rate and
+// what a neighbour's copies wait for each choice of the knobs.
+
+// prefaulter is the region a pipeline backs: a *hostmem.Region.
+type prefaulter interface {
+	Prefault(off, n int) error
+}
+
+// pipeline is one growth: its knobs and the work done.
+type pipeline struct {
+	piece    int // bytes per registration call
+	unit     int // bytes per prefault step (divides piece)
+	prefault int // prefault goroutines
+	register int // registration goroutines
+	minSplit int // smallest part a refused registration is split into
+}
+
+// plan returns the pipeline for size bytes: prefault units small enough
+// that every prefault worker has work even when the allocation is a
+// single piece, and no smaller than align (a huge page, so that no huge
+// page is faulted by two workers).
+func plan(size, piece, prefault, register, align int) pipeline {
+	if prefault <= 0 {
+		prefault = min(runtime.GOMAXPROCS(0), defaultPrefaultWorkers)
+	}
+	if register <= 0 {
+		register = DefaultRegisterWorkers
+	}
+	align = min(align, piece) // a piece smaller than a huge page keeps its size
+	pieces := (size + piece - 1) / piece
+	unit := piece
+	if pieces < prefault {
+		k := (prefault + pieces - 1) / pieces
+		unit = max(align, (piece/k+align-1)/align*align)
+	}
+	return pipeline{
+		piece:    piece,
+		unit:     unit,
+		prefault: max(1, min(prefault, (size+unit-1)/unit)),
+		register: max(1, min(register, pieces)),
+		minSplit: align,
+	}
+}
+
+// defaultPrefaultWorkers caps the default prefault workers: more fault
+// in no faster (the page faults contend in the kernel) and take the cores
+// from everyone else.
+const defaultPrefaultWorkers = 8
+
+// DefaultRegisterWorkers is the number of goroutines that call
+// cuMemHostRegister at once when Options.RegisterWorkers is zero.
+const DefaultRegisterWorkers = 2
+
+// growth is what a pipeline made, and what it saw.
+type growth struct {
+	parts  []part // in address order
+	splits int    // registrations refused for their size and retried in halves
+}
+
+// run prefaults and registers mem (the region r's memory) piece by piece.
+// progress, if not nil, is called with the bytes registered so far, rising,
+// from one goroutine at a time. On an error or when ctx is done it undoes
+// every registration it made and returns the error.
+func (pl pipeline) run(ctx context.Context, r prefaulter, mem []byte, register func([]byte) (part, error), progress func(int)) (growth, error) {
+	n := len(mem)
+	pieces := (n + pl.piece - 1) / pl.piece
+	unitsOf := func(i int) int {
+		ln := min(pl.piece, n-i*pl.piece)
+		return (ln + pl.unit - 1) / pl.unit
+	}
+	left := make([]atomic.Int32, pieces) // prefault units still to do, per piece
+	for i := range left {
+		left[i].Store(int32(unitsOf(i)))
+	}
+	ready := make(chan int, pieces)
+	var failed atomic.Bool
+	var errMu sync.Mutex
+	var firstErr error
+	fail := func(err error) {
+		errMu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		errMu.Unlock()
+		failed.Store(true)
+	}
+	stop := context.AfterFunc(ctx, func() { fail(ctx.Err()) })
+	defer stop()
+
+	perPiece := (pl.piece + pl.unit - 1) / pl.unit // units of every piece but the last
+	units := (pieces-1)*perPiece + unitsOf(pieces-1)
+	var next atomic.Int64
+	var faulting sync.WaitGroup
+	for range pl.prefault {
+		faulting.Go(func() {
+			for !failed.Load() {
+				u := int(next.Add(1) - 1)
+				if u >= units {
+					return
+				}
+				i := u / perPiece
+				off := i*pl.piece + u%perPiece*pl.unit
+				ln := min(pl.unit, (i+1)*pl.piece-off, n-off)
+				if err := r.Prefault(off, ln); err != nil {
+					fail(fmt.Errorf("prefaulting bytes [%d, %d) of %d: %w", off, off+ln, n, err))
+					return
+				}
+				if left[i].Add(-1) == 0 {
+					ready <- i
+				}
+			}
+		})
+	}
+	go func() { faulting.Wait(); close(ready) }()
+
+	byPiece := make([][]part, pieces)
+	var splits atomic.Int64
+	var progMu sync.Mutex
+	done := 0
+	var registering sync.WaitGroup
+	for range pl.register {
+		registering.Go(func() {
+			for i := range ready {
+				if err := ctx.Err(); err != nil && !failed.Load() {
+					fail(err) // at once: AfterFunc's call may come later
+				}
+				if failed.Load() {
+					continue
+				}
+				off := i * pl.piece
+				ln := min(pl.piece, n-off)
+				ps, err := pl.registerSplitting(mem[off:off+ln:off+ln], register, &splits)
+				byPiece[i] = ps
+				if err != nil {
+					fail(fmt.Errorf("registering bytes [%d, %d) of %d: %w", off, off+ln, n, err))
+					continue
+				}
+				if progress != nil {
+					progMu.Lock()
+					done += ln
+					if !failed.Load() {
+						progress(done)
+					}
+					progMu.Unlock()
+				}
+			}
+		})
+	}
+	registering.Wait()
+	faulting.Wait()
+	var parts []part
+	for _, ps := range byPiece {
+		parts = append(parts, ps...)
+	}
+	if failed.Load() {
+		errMu.Lock()
+		err := firstErr
+		errMu.Unlock()
+		return growth{}, also(err, freeParts(parts, pl.register))
+	}
+	return growth{parts: parts, splits: int(splits.Load())}, nil
+}
+
+// registerSplitting registers mem; when the driver refuses it and it is
+// larger than minSplit, it registers the two halves instead (the kernel
+// may cap how much one pin call takes), counting each split.
+func (pl pipeline) registerSplitting(mem []byte, register func([]byte) (part, error), splits *atomic.Int64) ([]part, error) {
+	p, err := register(mem)
+	if err == nil {
+		return []part{p}, nil
+	}
+	if len(mem) <= pl.minSplit || !splittable(err) {
+		return nil, err
+	}
+	splits.Add(1)
+	half := (len(mem)/2 + pl.minSplit - 1) / pl.minSplit * pl.minSplit
+	if half >= len(mem) {
+		return nil, err
+	}
+	a, err := pl.registerSplitting(mem[:half:half], register, splits)
+	if err != nil {
+		return nil, err
+	}
+	b, err := pl.registerSplitting(mem[half:], register, splits)
+	if err != nil {
+		return nil, also(err, freeParts(a, 1))
+	}
+	return append(a, b...), nil
+}
+
+// splittable reports whether a refused registration may succeed in
+// smaller parts: not when the memory is registered already, or the driver
+// or the context cannot be used at all.
+func splittable(err error) bool {
+	for _, e := range []error{cuda.ErrAlreadyRegistered, cuda.ErrInvalidContext, cuda.ErrNotInitialized,
+		cuda.ErrDeinitialized, cuda.ErrMissingSymbol, cuda.ErrClosed, cuda.ErrNoDriver} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return true
+}
+
+// freeParts frees parts with up to workers goroutines and returns the
+// failures.
+func freeParts(parts []part, workers int) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	workers = max(1, min(workers, len(parts)))
+	var next atomic.Int64
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(parts) {
+					return
+				}
+				if err := parts[i].Free(); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

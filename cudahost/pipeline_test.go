@@ -1,0 +1,195 @@
+package cudahost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/pinpool/pinpool/cuda"
+)
+
+// fakeFaults records the ranges a pipeline prefaults, and fails the one
+// starting at failAt (-1: none).
+type fakeFaults struct {
+	mu     sync.Mutex
+	ranges [][2]int
+	failAt int
+}
+
+func (f *fakeFaults) Prefault(off, n int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if off == f.failAt {
+		return errors.New("fake prefault failure")
+	}
+	f.ranges = append(f.ranges, [2]int{off, off + n})
+	return nil
+}
+
+// fakeRegistrar registers parts of mem: it checks each was prefaulted
+// first, records the part, and refuses parts larger than maxLen (0: any)
+// or the part starting at failAt (-1: none).
+type fakeRegistrar struct {
+	t      *testing.T
+	mem    []byte
+	faults *fakeFaults
+	maxLen int
+	failAt int
+
+	mu    sync.Mutex
+	live  map[int]int // offset -> length
+	calls int
+	freed int
+}
+
+type regPart struct {
+	r        *fakeRegistrar
+	off, len int
+}
+
+func (p *regPart) Len() int                               { return p.len }
+func (p *regPart) DevicePointer() (cuda.DevicePtr, error) { return 0, cuda.ErrNotMapped }
+func (p *regPart) Free() error {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	if _, ok := p.r.live[p.off]; !ok {
+		p.r.t.Errorf("free of part at %d that is not registered", p.off)
+	}
+	delete(p.r.live, p.off)
+	p.r.freed++
+	return nil
+}
+
+func (r *fakeRegistrar) register(b []byte) (part, error) {
+	off := int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(r.mem))))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	r.faults.mu.Lock()
+	covered := 0
+	for _, rg := range r.faults.ranges {
+		covered += max(0, min(rg[1], off+len(b))-max(rg[0], off))
+	}
+	r.faults.mu.Unlock()
+	if covered != len(b) {
+		r.t.Errorf("part [%d, %d) registered with %d of its bytes prefaulted", off, off+len(b), covered)
+	}
+	if r.maxLen > 0 && len(b) > r.maxLen {
+		return nil, cuda.ErrOutOfMemory
+	}
+	if off == r.failAt {
+		return nil, cuda.ErrAlreadyRegistered
+	}
+	if r.live == nil {
+		r.live = map[int]int{}
+	}
+	r.live[off] = len(b)
+	return &regPart{r, off, len(b)}, nil
+}
+
+// TestPipelineBoundedPieces checks that every registration call covers at
+// most one piece, that the parts tile the memory in address order, that
+// each was prefaulted before it was registered, and that progress rises
+// to the whole size.
+func TestPipelineBoundedPieces(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		size, piece, prefault, register, align int
+	}{
+		{64 * mib, 16 * mib, 4, 2, 2 * mib},
+		{64 * mib, 64 * mib, 3, 1, 2 * mib}, // one piece, prefault units that do not divide it
+		{67*mib + 4096, 8 * mib, 8, 4, 4096},
+		{4 * mib, 64 * mib, 16, 2, 2 * mib},
+		{10 * mib, 4 * mib, 1, 1, 4096},
+		{9 * mib, 1 * mib, 4, 2, 2 * mib}, // pieces smaller than a huge page
+	} {
+		t.Run(fmt.Sprintf("%d/%d/%d/%d", tc.size, tc.piece, tc.prefault, tc.register), func(t *testing.T) {
+			mem := make([]byte, tc.size)
+			f := &fakeFaults{failAt: -1}
+			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1}
+			pl := plan(tc.size, tc.piece, tc.prefault, tc.register, tc.align)
+			var seen []int
+			g, err := pl.run(context.Background(), f, mem, r.register, func(n int) { seen = append(seen, n) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := 0
+			for _, p := range g.parts {
+				rp := p.(*regPart)
+				if rp.off != off || rp.len > tc.piece {
+					t.Fatalf("part at %d of %d bytes; want one at %d of at most %d", rp.off, rp.len, off, tc.piece)
+				}
+				off += rp.len
+			}
+			if off != tc.size {
+				t.Fatalf("parts cover %d of %d bytes", off, tc.size)
+			}
+			if !slices.IsSorted(seen) || len(seen) == 0 || seen[len(seen)-1] != tc.size {
+				t.Fatalf("progress %v: want rising to %d", seen, tc.size)
+			}
+			if err := freeParts(g.parts, 3); err != nil || len(r.live) != 0 {
+				t.Fatalf("free: %v, %d parts left", err, len(r.live))
+			}
+		})
+	}
+}
+
+// TestPipelineSplitsRefusedParts checks that a registration refused for
+// its size is retried in halves, down to what the driver accepts, and
+// counted.
+func TestPipelineSplitsRefusedParts(t *testing.T) {
+	const mib = 1 << 20
+	mem := make([]byte, 32*mib)
+	f := &fakeFaults{failAt: -1}
+	r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1, maxLen: 4 * mib}
+	g, err := plan(len(mem), 16*mib, 4, 2, 2*mib).run(context.Background(), f, mem, r.register, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.parts) != 8 || g.splits != 6 {
+		t.Fatalf("%d parts after %d splits; want 8 parts of 4 MiB after 6 splits", len(g.parts), g.splits)
+	}
+	freeParts(g.parts, 1)
+}
+
+// TestPipelineUndoes checks that a failed prefault, a failed registration
+// and a cancelled context each leave nothing registered.
+func TestPipelineUndoes(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name           string
+		faultAt, regAt int
+		cancelAfter    int // progress calls before cancelling; 0: never
+		want           error
+	}{
+		{"prefault", 40 * mib, -1, 0, nil},
+		{"register", -1, 48 * mib, 0, cuda.ErrAlreadyRegistered},
+		{"cancel", -1, -1, 2, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := make([]byte, 64*mib)
+			f := &fakeFaults{failAt: tc.faultAt}
+			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: tc.regAt}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			calls := 0
+			_, err := plan(len(mem), 8*mib, 4, 2, 2*mib).run(ctx, f, mem, r.register, func(int) {
+				if calls++; calls == tc.cancelAfter {
+					cancel()
+				}
+			})
+			if err == nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("run: %v, want an error wrapping %v", err, tc.want)
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if len(r.live) != 0 {
+				t.Fatalf("%d parts still registered after the failure", len(r.live))
+			}
+		})
+	}
+}
