@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pinpool/pinpool/hostmem"
-	"github.com/pinpool/pinpool/internal/locktest"
+	"github.com/pinpool/pinpool/internal/testenv"
 )
 
 // TestPoolUnderLockLimit runs a pool on the host backend as a user without
@@ -22,7 +22,7 @@ import (
 // failed this way as an ordinary user.
 func TestPoolUnderLockLimit(t *testing.T) {
 	const limit = 8 << 20
-	if !locktest.UnderLimit(t, limit) {
+	if !testenv.UnderLimit(t, limit) {
 		return
 	}
 	p, err := New(Options{Backend: NewHostBackend(hostmem.Options{}), MinAvailable: -1, Exact: true})

@@ -3,7 +3,7 @@ package hostmem
 import (
 	"bytes"
 	"errors"
-	"github.com/pinpool/pinpool/internal/locktest"
+	"github.com/pinpool/pinpool/internal/testenv"
 	"github.com/pinpool/pinpool/internal/units"
 	"math"
 	"os"
@@ -444,7 +444,7 @@ func TestLockLimit(t *testing.T) {
 // 1 MiB without CAP_IPC_LOCK and asks for 64 MiB of locked memory.
 func TestLockLimitError(t *testing.T) {
 	const limit = 1 << 20
-	if !locktest.UnderLimit(t, limit) {
+	if !testenv.UnderLimit(t, limit) {
 		return
 	}
 	vmBefore := statusKB(t, "VmSize")

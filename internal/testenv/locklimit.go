@@ -1,8 +1,4 @@
-// Package locktest is what the library packages' tests share about locked
-// memory: running a test under a lock limit of its choosing in a child
-// process, as an ordinary user's process would, and skipping, with the
-// reason, where this process cannot set that limit.
-package locktest
+package testenv
 
 import (
 	"errors"
@@ -16,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const childEnv = "PINPOOL_LOCKTEST_CHILD"
+const childEnv = "PINPOOL_TESTENV_CHILD"
 
 // UnderLimit runs the calling top-level test again in a child process whose
 // RLIMIT_MEMLOCK (soft and hard) is limit bytes and whose test goroutine
@@ -36,8 +32,9 @@ func UnderLimit(t *testing.T, limit uint64) bool {
 		lowerInChild(t, limit)
 		return true
 	}
+	MustReexec(t)
 	if strings.Contains(t.Name(), "/") {
-		t.Fatalf("locktest.UnderLimit in subtest %s: call it from a top-level test", t.Name())
+		t.Fatalf("testenv.UnderLimit in subtest %s: call it from a top-level test", t.Name())
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())

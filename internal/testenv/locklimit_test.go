@@ -1,4 +1,4 @@
-package locktest
+package testenv
 
 import (
 	"os"
