@@ -15,9 +15,9 @@ type Backend interface {
 	// or "cuda:0/register".
 	Name() string
 	// Alloc returns a new allocation of at least size bytes (size is a
-	// positive multiple of 4096), page-aligned, and page-locked (or as
-	// close to it as the backend can do). Failure is an error, never a
-	// retry loop.
+	// positive multiple of the system page size, os.Getpagesize), aligned
+	// to a page, and page-locked (or as close to it as the backend can
+	// do). Failure is an error, never a retry loop.
 	Alloc(size int) (Allocation, error)
 }
 

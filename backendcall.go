@@ -40,7 +40,7 @@ func (co *core) backendAlloc(size int64) (a Allocation, mem []byte, took time.Du
 	case int64(len(mem)) < size:
 		co.backendFree(a)
 		return nil, nil, 0, fmt.Errorf("%w: backend %s returned %d bytes, asked %d", ErrGrow, co.backendName, len(mem), size)
-	case uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%pageSize != 0:
+	case uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%uintptr(co.page) != 0:
 		co.backendFree(a)
 		return nil, nil, 0, fmt.Errorf("%w: backend %s returned memory at %p, not page-aligned", ErrGrow, co.backendName, unsafe.SliceData(mem))
 	}
