@@ -553,19 +553,17 @@ func TestAdvFenceNeverCompletes(t *testing.T) {
 		if err := b.ReleaseAfter(f); err != nil {
 			t.Fatal(err)
 		}
-		start := time.Now()
-		if err := closeWithin(t, p, 2*time.Second); err != nil {
+		if err := closeWithin(t, p, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("Close took %v with a fence pending", d)
-		}
-		time.Sleep(400 * time.Millisecond) // CloseWait, the longest back-off, and a margin
+		// The background goroutine polls for CloseWait and ends: no
+		// bound on how long that takes on a loaded machine, but once it
+		// has ended nothing polls the fence any more.
+		mustWithin(t, 30*time.Second, "the background goroutine's end after CloseWait", func() { <-p.jan.done })
 		n1 := f.calls.Load()
-		time.Sleep(400 * time.Millisecond)
-		n2 := f.calls.Load()
-		if n2 != n1 {
-			t.Errorf("the pool still polls the fence 800 ms after Close with CloseWait 50ms: %d calls, then %d", n1, n2)
+		time.Sleep(20 * time.Millisecond)
+		if n2 := f.calls.Load(); n2 != n1 {
+			t.Errorf("the pool still polls the fence after CloseWait 50ms has passed: %d calls, then %d", n1, n2)
 		}
 		if n1 == 0 {
 			t.Error("the pool never polled the pending fence")
@@ -591,12 +589,10 @@ func TestAdvFenceNeverCompletes(t *testing.T) {
 		if err := b.ReleaseAfter(FenceFunc(func() (bool, error) { return done.Load(), nil })); err != nil {
 			t.Fatal(err)
 		}
-		start := time.Now()
-		if err := closeWithin(t, p, 2*time.Second); err != nil {
+		// Well within the default CloseWait of a minute: Close does not
+		// wait for the fence.
+		if err := closeWithin(t, p, 30*time.Second); err != nil {
 			t.Fatal(err)
-		}
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("Close took %v with a fence pending", d)
 		}
 		if live, _, _, _ := fb.stats(); live == 0 {
 			t.Error("memory behind a pending fence was freed by Close")
@@ -614,14 +610,14 @@ func TestAdvFenceNeverCompletes(t *testing.T) {
 		if err := b.ReleaseAfter(f); err != nil {
 			t.Fatal(err)
 		}
-		if err := closeWithin(t, p, 2*time.Second); err != nil {
+		if err := closeWithin(t, p, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond)
+		// Polling goes on at its longest back-off (100 ms): many more
+		// calls come, however late the poller runs.
 		n1 := f.calls.Load()
-		time.Sleep(300 * time.Millisecond)
-		if n2 := f.calls.Load(); n2 <= n1 {
-			t.Errorf("CloseWait < 0: polling stopped (%d calls, then %d)", n1, n2)
+		if !waitUntil(30*time.Second, func() bool { return f.calls.Load() >= n1+5 }) {
+			t.Errorf("CloseWait < 0: polling stopped (%d calls, then %d)", n1, f.calls.Load())
 		}
 		f.force.Store(true)
 		fb.waitReleased(t, "after the fence completed (CloseWait < 0)")
@@ -641,12 +637,11 @@ func TestAdvAllocPanic(t *testing.T) {
 		if i%2 == 0 {
 			_, err = p.TryGet(size)
 		} else {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			start := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			_, err = p.Get(ctx, size)
 			cancel()
-			if d := time.Since(start); d > time.Second {
-				t.Fatalf("Get on a panicking backend took %v: it waited", d)
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Get on a panicking backend waited for room: %v", err)
 			}
 		}
 		if !errors.Is(err, ErrGrow) || !strings.Contains(fmt.Sprint(err), faultPanicMsg) {
@@ -800,13 +795,10 @@ func TestAdvImpossibleRequests(t *testing.T) {
 		p, fb := newFaultPool(t, Options{Budget: 8 << 20})
 		for _, n := range []int{16 << 20, 8<<20 + 1} {
 			var err error
-			start := time.Now()
-			mustWithin(t, 2*time.Second, fmt.Sprintf("Get(%d) over the whole Budget", n), func() {
+			// No deadline: a Get that waited for room would never return.
+			mustWithin(t, 30*time.Second, fmt.Sprintf("Get(%d) over the whole Budget", n), func() {
 				_, err = p.Get(context.Background(), n)
 			})
-			if d := time.Since(start); d > 100*time.Millisecond {
-				t.Errorf("Get(%d) over the whole Budget took %v", n, d)
-			}
 			if !errors.Is(err, ErrBudget) || !strings.Contains(strings.ToLower(fmt.Sprint(err)), "budget") {
 				t.Errorf("Get(%d) over the whole Budget: %v; want ErrBudget saying why", n, err)
 			}
@@ -830,17 +822,14 @@ func TestAdvImpossibleRequests(t *testing.T) {
 		}
 		defer p.Close()
 		var gerr error
-		start := time.Now()
-		mustWithin(t, 2*time.Second, "Get(MaxSize)", func() {
+		// No deadline: a Get that waited for room would never return.
+		mustWithin(t, 30*time.Second, "Get(MaxSize)", func() {
 			var b Buffer
 			b, gerr = p.Get(context.Background(), int(MaxSize))
 			if gerr == nil {
 				b.Release()
 			}
 		})
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("Get(MaxSize) took %v", d)
-		}
 		if !errors.Is(gerr, ErrBudget) && !errors.Is(gerr, ErrGrow) {
 			t.Errorf("Get(MaxSize) = %v, want ErrLowMemory, ErrBudget or ErrGrow at once", gerr)
 		}

@@ -22,9 +22,9 @@ type Backend interface {
 	// or "cuda:0/register".
 	Name() string
 	// Alloc returns a new allocation of at least size bytes (size is a
-	// positive multiple of 4096), page-aligned, and page-locked (or as
-	// close to it as the backend can do). Failure is an error, never a
-	// retry loop.
+	// positive multiple of the system page size, os.Getpagesize), aligned
+	// to a page, and page-locked (or as close to it as the backend can
+	// do). Failure is an error, never a retry loop.
 	Alloc(size int) (Allocation, error)
 }
 
@@ -120,7 +120,7 @@ func (co *core) backendAlloc(ctx context.Context, size int64, progress func(int6
 	case int64(len(mem)) < size:
 		co.backendFree(a)
 		return nil, nil, 0, fmt.Errorf("%w: backend %s returned %d bytes, asked %d", ErrGrow, co.backendName, len(mem), size)
-	case uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%pageSize != 0:
+	case uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%uintptr(co.page) != 0:
 		co.backendFree(a)
 		return nil, nil, 0, fmt.Errorf("%w: backend %s returned memory at %p, not page-aligned", ErrGrow, co.backendName, unsafe.SliceData(mem))
 	}

@@ -31,8 +31,8 @@ func (b Buffer) Bytes() []byte {
 // Len is the length asked of Get.
 func (b Buffer) Len() int { return b.n }
 
-// Cap is the size of the memory behind the buffer (its size class), at
-// least Len.
+// Cap is the size of the memory behind the buffer (its size class, a
+// multiple of the system page size), at least Len.
 func (b Buffer) Cap() int {
 	if b.s == nil {
 		return 0
@@ -40,8 +40,21 @@ func (b Buffer) Cap() int {
 	return int(b.s.chunk.class.size)
 }
 
-// Pointer is the address of the buffer's memory, for CUDA calls and cgo
-// libraries, or nil when the handle is dead. The memory is page-aligned.
+// Pointer is the address of the buffer's memory, for CUDA calls and C
+// libraries, or nil when the handle is dead. The memory is aligned to the
+// system page size (os.Getpagesize).
+//
+// The memory of the pool's backends (NewHostBackend, package cudahost) is
+// mapped outside the Go heap: the garbage collector neither moves nor
+// frees it, so cgo's pointer-passing rules, which are about Go memory, do
+// not restrict it. C code may keep the pointer after the call returns and
+// use it from its own threads (an asynchronous copy, an inference engine's
+// input binding), as long as the buffer is not released: once Release
+// returns, the memory may be handed out again at once. Release it only
+// after C is done with it, or with ReleaseAfter and a fence that completes
+// when C is done (a CUDA event recorded after the work that reads it). A
+// Go value stored into the memory is invisible to the garbage collector:
+// keep only plain data there, never Go pointers.
 func (b Buffer) Pointer() unsafe.Pointer {
 	if !b.live() {
 		return nil

@@ -32,6 +32,7 @@ type core struct {
 	backend     Backend
 	backendName string
 	memTotal    int64         // MemTotal, 0 when unknown
+	page        int64         // the system page size at New: unit of every size and alignment
 	lockLimit   int64         // what the backend may lock (RLIMIT_MEMLOCK) at New, when lockLimited
 	lockLimited bool          // RLIMIT_MEMLOCK bounds the backend (lockLimit may then be 0)
 	userBudget  int64         // Options.Budget (budget.limit is the smaller of it and lockLimit)

@@ -12,9 +12,14 @@
 //
 // Pool.Get (which may wait) and Pool.TryGet (which never does) return a
 // Buffer of the length asked, backed by a buffer of its size class: classes
-// waste at most 12.5% above 32 KiB and under 0.8% above 1 GiB, or, with Options.Exact, every size
-// rounded to whole pages is its own class. Buffer.Bytes is the memory,
-// page-aligned and not zeroed. Buffer.Release gives it back. A Buffer is a
+// waste at most 12.5% above 32 KiB and under 0.8% above 1 GiB, or, with
+// Options.Exact, every size rounded to whole pages is its own class.
+// Buffer.Bytes is the memory, not zeroed, aligned to the system page size
+// (os.Getpagesize: 4 KiB on x86-64, 4, 16 or 64 KiB on arm64) and a whole
+// number of pages long: where pages are larger than 4 KiB, the classes below
+// a page are rounded up to one, so that what the pool counts against its
+// budget and the lock limit is what the kernel locks. Buffer.Release gives
+// it back. A Buffer is a
 // small handle, released exactly once: afterwards every copy of it is dead,
 // and a second release returns ErrReleased even when the memory has been
 // handed out again. Options.Debug poisons released memory to catch writes

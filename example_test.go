@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/pinpool/pinpool"
@@ -23,7 +24,7 @@ func Example() {
 	}
 	defer p.Close()
 
-	frame := make([]byte, 1920*1080*3/2)                // a 1080p NV12 frame
+	frame := make([]byte, 160*120*3/2)                  // a 160x120 NV12 frame; fits a 64 KiB lock limit
 	buf, err := p.Get(context.Background(), len(frame)) // 25–44 ns once warm; blocks only under a Budget
 	if err != nil {
 		log.Fatal(err)
@@ -35,7 +36,7 @@ func Example() {
 	}
 	fmt.Println(buf.Release()) // a second release is refused
 	// Output:
-	// 3110400 true
+	// 28800 true
 	// pinpool: buffer already released
 }
 
@@ -97,43 +98,49 @@ func ExampleBuffer_ReleaseAfter_cudaEvent() {
 }
 
 // ReleaseAfter returns a buffer only once an asynchronous operation that
-// uses it has finished: here a fence that completes after 10 ms stands in
-// for a *cuda.Event recorded after an asynchronous copy.
+// uses it has finished: here a fence that reports done once the program
+// says so stands in for a *cuda.Event recorded after an asynchronous copy.
+// Until then the buffer counts as pending; afterwards the pool polls the
+// fence and puts the buffer back among its idle ones.
 func ExampleBuffer_ReleaseAfter() {
 	p, err := pinpool.New(pinpool.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer p.Close()
-	buf, err := p.Get(context.Background(), 1<<20)
+	buf, err := p.Get(context.Background(), 16<<10)
 	if err != nil {
 		log.Fatal(err)
 	}
-	finish := time.Now().Add(10 * time.Millisecond)
-	copyDone := pinpool.FenceFunc(func() (bool, error) { return time.Now().After(finish), nil })
+	var copying atomic.Bool
+	copying.Store(true)
+	copyDone := pinpool.FenceFunc(func() (bool, error) { return !copying.Load(), nil })
 	if err := buf.ReleaseAfter(copyDone); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(p.Stats().BytesPending > 0)
-	time.Sleep(50 * time.Millisecond)
-	fmt.Println(p.Stats().BytesPending)
+	fmt.Println("pending", p.Stats().BytesPending > 0)
+	copying.Store(false) // the copy has finished
+	for p.Stats().BytesPending > 0 {
+		time.Sleep(time.Millisecond) // the pool polls pending fences in the background
+	}
+	fmt.Println("idle", p.Stats().BytesIdle > 0)
 	// Output:
-	// true
-	// 0
+	// pending true
+	// idle true
 }
 
 // A budget caps what the pool holds; TryGet refuses instead of waiting.
 func ExamplePool_TryGet() {
-	p, err := pinpool.New(pinpool.Options{Budget: 8 << 20, Exact: true})
+	p, err := pinpool.New(pinpool.Options{Budget: 48 << 10, Exact: true})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer p.Close()
-	a, err := p.TryGet(6 << 20)
+	a, err := p.TryGet(32 << 10)
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, err = p.TryGet(6 << 20)
+	_, err = p.TryGet(32 << 10)
 	fmt.Println(errors.Is(err, pinpool.ErrBudget))
 	a.Release()
 	// Output: true
@@ -148,7 +155,7 @@ func ExamplePool_Stats() {
 	}
 	defer p.Close()
 	for range 3 {
-		buf, err := p.Get(context.Background(), 256<<10)
+		buf, err := p.Get(context.Background(), 16<<10)
 		if err != nil {
 			log.Fatal(err)
 		}

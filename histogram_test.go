@@ -46,8 +46,11 @@ func TestStatsHistograms(t *testing.T) {
 	if st.GrowTimes.Count() != st.Grows || st.GrowTimes.Sum != st.GrowTime {
 		t.Errorf("grow histogram %+v for %d grows taking %v", st.GrowTimes, st.Grows, st.GrowTime)
 	}
-	if w := st.BudgetWaitTimes; w.Count() != 1 || w.Sum < 20*time.Millisecond || w.Counts[4] != 1 {
-		t.Errorf("wait histogram %+v, want one wait of 20..100 ms", w)
+	// The wait lasted at least the 20 ms before the release; how much
+	// longer depends on the scheduler, so only the buckets below 10 ms
+	// must be empty.
+	if w := st.BudgetWaitTimes; w.Count() != 1 || w.Sum < 20*time.Millisecond || w.Counts[0]+w.Counts[1]+w.Counts[2]+w.Counts[3] != 0 {
+		t.Errorf("wait histogram %+v, want one wait of 20 ms or more", w)
 	}
 }
 

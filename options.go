@@ -2,6 +2,7 @@ package pinpool
 
 import (
 	"fmt"
+	"os"
 	"reflect"
 	"time"
 
@@ -119,10 +120,21 @@ const (
 	DefaultMinAvailablePercent = 3
 )
 
-// pageSize is the allocation unit and the minimum alignment of buffers.
+// pageSize is the unit of the sizes in Options (Budget, SlabSize): 4 KiB,
+// the smallest page of the systems the pool runs on.
 const pageSize = 4096
 
-func pageRound(n int64) int64 { return (n + pageSize - 1) &^ (pageSize - 1) }
+// systemPage is the page size of this system (4 KiB on x86-64, 4, 16 or
+// 64 KiB on arm64 kernels), read by New: every buffer the pool hands out
+// and every allocation it asks of its backend is a multiple of it, so that
+// what the pool counts is what the kernel locks. A variable so that tests
+// can pretend larger pages.
+var systemPage = int64(max(os.Getpagesize(), pageSize))
+
+func pageRound(n int64) int64 { return roundUp(n, pageSize) }
+
+// roundUp rounds n up to a multiple of unit, a power of two.
+func roundUp(n, unit int64) int64 { return (n + unit - 1) &^ (unit - 1) }
 
 // Limits of the options.
 const (

@@ -119,7 +119,9 @@ func TestDecayGivesBack(t *testing.T) {
 // TestDecaySteadyLoadKeepsMemory checks that under a steady load nothing
 // it uses is freed by decay, even with a short decay time.
 func TestDecaySteadyLoadKeepsMemory(t *testing.T) {
-	p, _ := newTestPool(t, Options{MaxIdle: 1, IdleDecay: 200 * time.Millisecond})
+	// The decay time is short, but long against the load's 2 ms pauses
+	// even when the test goroutine runs late on a loaded machine.
+	p, _ := newTestPool(t, Options{MaxIdle: 1, IdleDecay: time.Second})
 	burst(t, p, []int{frame}, 0, 8, 1, 0)
 	warm := p.Stats()
 	stop := time.Now().Add(500 * time.Millisecond)
@@ -135,9 +137,13 @@ func TestDecaySteadyLoadKeepsMemory(t *testing.T) {
 
 // TestDecayAdapts checks that a class whose load comes back just after a
 // decay free doubles its decay time, so that the next gap of the same
-// length frees nothing.
+// length frees nothing. The decay time is long against the test's own
+// steps, so that a goroutine that runs late on a loaded machine (the
+// second burst after the free, the end of the sleep) still lands inside
+// the window it means: within the old decay time after the free, between
+// the old and the new decay time after the load.
 func TestDecayAdapts(t *testing.T) {
-	const decay = 40 * time.Millisecond
+	const decay = 400 * time.Millisecond
 	p, _ := newTestPool(t, Options{MaxIdle: 1, IdleDecay: decay, IdleTimeout: time.Minute})
 	burst(t, p, []int{frame}, 0, 8, 1, 0)
 	waitFor(t, "a decay free", func() bool { return p.Stats().TrimsBy.Of(TrimDecay) > 0 })
@@ -146,7 +152,7 @@ func TestDecayAdapts(t *testing.T) {
 		t.Fatalf("decay time after a regrowth within it: %v, want %v", d, 2*decay)
 	}
 	before := p.Stats()
-	time.Sleep(decay + decay/2) // longer than the old decay, shorter than the new
+	time.Sleep(decay + decay/4) // longer than the old decay, shorter than the new
 	burst(t, p, []int{frame}, 0, 8, 1, 0)
 	if st := p.Stats(); st.Grows != before.Grows {
 		t.Fatalf("a gap shorter than the adapted decay time regrew %d times", st.Grows-before.Grows)

@@ -63,6 +63,7 @@ func New(opt Options) (*Pool, error) {
 		backendName: backendNameOf(b),
 		debug:       o.Debug,
 		memTotal:    memTotal,
+		page:        systemPage,
 		closedCh:    make(chan struct{}),
 		kick:        p.kick,
 	}
@@ -119,7 +120,7 @@ func (p *Pool) classFor(n int) (*class, error) {
 		return nil, fmt.Errorf("%w: %d bytes (want 1 .. %d)", ErrInvalidSize, n, int64(MaxSize))
 	}
 	if p.opt.Exact {
-		size := pageRound(int64(n))
+		size := roundUp(int64(n), p.core.page)
 		if m := p.exact.Load(); m != nil {
 			if c := (*m)[size]; c != nil {
 				return c, nil
@@ -144,19 +145,24 @@ func (p *Pool) addClass(idx int, size int64) *class {
 		if c := p.dense[idx].Load(); c != nil {
 			return c
 		}
+		if size%p.core.page != 0 {
+			// Pages larger than this class: the class of the next page
+			// multiple serves it (a class size, as the classes above a
+			// page are page multiples), so that every buffer starts and
+			// ends on a page boundary.
+			j, _ := sizeclass.Index(roundUp(size, p.core.page))
+			c := p.dense[j].Load()
+			if c == nil {
+				c = p.listClass(sizeclass.Size(j))
+				p.dense[j].Store(c)
+			}
+			p.dense[idx].Store(c)
+			return c
+		}
 	} else if m := p.exact.Load(); m != nil && (*m)[size] != nil {
 		return (*m)[size]
 	}
-	c := newClass(p.core, &p.opt, size)
-	// List the class before any Get can find it: a Get that grows it
-	// adds to the held bytes, and Stats must see the class those bytes
-	// belong to.
-	var list []*class
-	if old := p.all.Load(); old != nil {
-		list = append(list, *old...)
-	}
-	list = append(list, c)
-	p.all.Store(&list)
+	c := p.listClass(size)
 	if idx >= 0 {
 		p.dense[idx].Store(c)
 	} else {
@@ -167,6 +173,20 @@ func (p *Pool) addClass(idx int, size int64) *class {
 		m[size] = c
 		p.exact.Store(&m)
 	}
+	return c
+}
+
+// listClass makes a class and lists it, before any Get can find it: a Get
+// that grows it adds to the held bytes, and Stats must see the class those
+// bytes belong to. The caller holds classMu.
+func (p *Pool) listClass(size int64) *class {
+	c := newClass(p.core, &p.opt, size)
+	var list []*class
+	if old := p.all.Load(); old != nil {
+		list = append(list, *old...)
+	}
+	list = append(list, c)
+	p.all.Store(&list)
 	return c
 }
 

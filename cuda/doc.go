@@ -27,4 +27,15 @@
 // HostAlloc or HostRegister, or memory pinned by other code in the process.
 // A slice of ordinary Go memory is refused with ErrNotPinned: the garbage
 // collector could free it while the copy engine still reads it.
+//
+// # Beside other CUDA code
+//
+// The primary context is the one that the CUDA runtime (cudaSetDevice,
+// cudaStreamCreate) and most bindings use, so memory, streams and events of
+// this package and of other libraries in the process work together.
+// Context.WrapStream and Context.WrapEvent take the raw CUstream and CUevent
+// handles that other code made, without owning them: copies can be queued
+// on another library's stream, and its event can fence a pool buffer's
+// release. Their owner keeps them alive while the wrappers are used and
+// destroys them itself.
 package cuda

@@ -24,6 +24,7 @@ const (
 type Event struct {
 	ctx       *Context
 	handle    uintptr
+	foreign   bool // made by other code (WrapEvent): Destroy leaves the handle alone
 	destroyed atomic.Bool
 }
 
@@ -79,10 +80,15 @@ func ElapsedTime(start, end *Event) (time.Duration, error) {
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil
 }
 
-// Destroy destroys the event; a second Destroy returns ErrClosed.
+// Destroy destroys the event; a second Destroy returns ErrClosed. For an
+// event of other code (WrapEvent) Destroy only retires the wrapper: the
+// handle stays alive, its owner destroys it.
 func (e *Event) Destroy() error {
 	if e.destroyed.Swap(true) {
 		return ErrClosed
+	}
+	if e.foreign {
+		return nil
 	}
 	return check("cuEventDestroy", e.ctx.call(fn.cuEventDestroy, e.handle))
 }

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/pinpool/pinpool/internal/testenv"
 )
 
 // envChild makes the test binary run one no-driver check as a child process:
@@ -50,6 +52,7 @@ func TestNoDriverChild(t *testing.T) {
 // and a real library that is not libcuda (libc). Both must give ErrNoDriver,
 // never a panic.
 func TestNoDriver(t *testing.T) {
+	testenv.MustReexec(t)
 	for _, tc := range []struct{ name, lib, want string }{
 		{"missing", "/nonexistent/libcuda.so.1", "no usable CUDA driver"},
 		{"not-cuda", "libc.so.6", "lacks required functions"},

@@ -23,6 +23,7 @@ const (
 type Stream struct {
 	ctx       *Context
 	handle    uintptr
+	foreign   bool // made by other code (WrapStream): Destroy leaves the handle alone
 	destroyed atomic.Bool
 }
 
@@ -79,13 +80,18 @@ func (s *Stream) WaitEvent(e *Event) error {
 }
 
 // Destroy destroys the stream; work already queued still completes. A second
-// Destroy returns ErrClosed; the default stream cannot be destroyed.
+// Destroy returns ErrClosed; the default stream cannot be destroyed. For a
+// stream of other code (WrapStream) Destroy only retires the wrapper: the
+// handle stays alive, its owner destroys it.
 func (s *Stream) Destroy() error {
 	if s.handle == 0 {
 		return errors.New("cuda: the default stream cannot be destroyed")
 	}
 	if s.destroyed.Swap(true) {
 		return ErrClosed
+	}
+	if s.foreign {
+		return nil
 	}
 	return check("cuStreamDestroy", s.ctx.call(fn.cuStreamDestroy, s.handle))
 }

@@ -163,9 +163,12 @@ func (b *Backend) release() error {
 	return ctxCloseErr(b.releaseCtx())
 }
 
-// Alloc returns a new chunk of size bytes of pinned host memory, page
-// aligned. size must be a positive multiple of 4096 (ErrInvalidSize
-// otherwise). It is slow (a driver call that pins every page, plus mmap and
+// Alloc returns a new chunk of size bytes of pinned host memory, aligned
+// to the system page size (os.Getpagesize). size must be a positive
+// multiple of 4096 (ErrInvalidSize otherwise); the driver pins whole
+// pages, so where pages are larger (16 or 64 KiB on some arm64 kernels) a
+// size that is not a multiple of them pins up to the next page boundary
+// (a pinpool.Pool asks only for whole pages). It is slow (a driver call that pins every page, plus mmap and
 // prefault for Register) and must be kept off hot paths. On failure nothing
 // is left allocated, mapped or registered. After Close it fails with
 // ErrClosed. It is AllocContext without a context or progress.

@@ -35,13 +35,13 @@ func ExampleNew() {
 	}
 	defer p.Close()
 
-	buf, err := p.Get(context.Background(), 1<<20)
+	buf, err := p.Get(context.Background(), 16<<10) // small: fits a 64 KiB lock limit
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer buf.Release()
 	fmt.Println(len(buf.Bytes()))
-	// Output: 1048576
+	// Output: 16384
 }
 
 // Options that contradict each other are refused before the driver is

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pinpool/pinpool/cuda"
+	"github.com/pinpool/pinpool/internal/testenv"
 )
 
 // Fake device properties, after real devices.
@@ -208,6 +209,7 @@ const envNoDriverChild = "CUDAHOST_TEST_NO_DRIVER_CHILD"
 // file that does not exist.
 func TestNewNoDriver(t *testing.T) {
 	if cuda.Load() == nil && os.Getenv(envNoDriverChild) == "" {
+		testenv.MustReexec(t)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestNewNoDriver$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), envNoDriverChild+"=1", cuda.EnvLibrary+"=/nonexistent/libcuda.so.1")
 		out, err := cmd.CombinedOutput()

@@ -29,7 +29,7 @@ func ExampleRegister() {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})) // serve it with http.ListenAndServe
 
 	for range 2 {
-		buf, err := p.Get(context.Background(), 1<<20)
+		buf, err := p.Get(context.Background(), 16<<10) // small: fits a 64 KiB lock limit
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -124,7 +124,7 @@ func ExampleMappedPointer() {
 		log.Fatal(err)
 	}
 	defer p.Close()
-	buf, err := p.Get(context.Background(), 1<<20)
+	buf, err := p.Get(context.Background(), 16<<10) // small: fits a 64 KiB lock limit
 	if err != nil {
 		log.Fatal(err)
 	}
