@@ -27,6 +27,14 @@ import (
 // long as the copy-out; waiting for it had the caller wait for the last
 // chunk twice (docs/results/2026-12-01-staged-bound.md, section 5).
 
+// testHookHandoff, when set (by a test, before the copier starts), runs
+// in a download that may hand off: on its caller before the caller's own
+// lane (caller true), and on each joined lane after its stripes, before it
+// counts itself out as an owner. A test makes the handoff happen whatever
+// the scheduling by holding the caller until a lane has joined and the
+// lanes until the caller has closed the transfer.
+var testHookHandoff func(r *coopRun, caller bool)
+
 // coopRun is the shared state of one cooperative transfer.
 type coopRun struct {
 	c   *Copier
@@ -144,6 +152,9 @@ func (r *coopRun) run() {
 			r.landed.Add(1)
 		}
 		r.landed.Store(int64(p.chunks) + 1) // wake any lane still waiting: done or failed
+	}
+	if p.handoff() && testHookHandoff != nil {
+		testHookHandoff(r, true)
 	}
 	r.laneOf(true)
 	spin := c.lanes[o.dir].endSpinFor()
@@ -310,6 +321,9 @@ func (r *coopRun) join() {
 	}
 	r.laneOf(false)
 	r.exit()
+	if testHookHandoff != nil {
+		testHookHandoff(r, false)
+	}
 	if r.owners.Add(-1) == 0 {
 		r.c.stats.handedOff.Add(1)
 		r.lastOut()
