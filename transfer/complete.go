@@ -16,19 +16,14 @@ import (
 func (r *chunkedRun) complete(f inFlight) {
 	c, o := r.c, r.o
 	defer c.wins[o.dir].release()
-	if err := c.wait(f.t); err != nil {
-		ran := f.t.err == nil // else the issue failed and err is its error
-		if ran {
-			err = copyErr(o.dir, PathStaged, f.off, f.n, err)
-		}
-		if ran || f.t.unsure {
-			f.buf.ReleaseAfter(failedFence{err})
-		} else {
-			f.buf.Release() // the copy never ran
-		}
+	if err := f.ev.synchronize(); err != nil {
+		c.events.drop(f.ev)
+		err = copyErr(o.dir, PathStaged, f.off, f.n, err)
+		f.buf.ReleaseAfter(failedFence{err})
 		r.fail(err) // before the slot is free for the other lanes
 		return
 	}
+	c.events.put(f.ev)
 	if o.dir == DeviceToHost {
 		// The staging buffer stays cached: the next copy into it comes a
 		// window later. (Evicting it, as the cooperative mode does, made

@@ -245,7 +245,7 @@ func (r *coopRun) settle(i int) error {
 func (r *coopRun) queue(i int) bool {
 	c, o := r.c, r.o
 	lo, hi := r.p.chunkRange(i)
-	ev, err := c.issue(c.stream(o.dir), o, PathStaged, lo, r.staging(i, lo, hi))
+	ev, _, err := c.issue(c.stream(o.dir), o, PathStaged, lo, r.staging(i, lo, hi))
 	if err != nil {
 		r.fail(err)
 		return false

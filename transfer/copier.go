@@ -25,7 +25,7 @@ import (
 //	issuing[d] (issueLock)              held around a chunk's driver calls and direction d's issue queue
 //	                                    by one goroutine at a time; under it: events.mu, runState.mu
 //	registry.mu                         held alone, never while copying
-//	runState.mu, events.mu, quickStreams.mu, chunkedRun.shareMu   leaves: nothing is taken under them
+//	runState.mu, events.mu, chunkedRun.shareMu   leaves: nothing is taken under them
 //
 // The window and the pool are taken with no lock of the package held; a
 // lane that waits for either holds no lock.
@@ -42,10 +42,7 @@ type Copier struct {
 	held     heldSlots         // the slots held in both windows
 	lanes    [2]*standingLanes // per direction (lanes.go)
 	issuing  [2]issueLock      // per direction: the staged lanes' driver calls
-	queues   [2]issueQueue     // chunks parked for a batch (batch.go), under their direction's issuing
-	canBatch atomic.Bool       // the device queues batches of copies as one; cleared when it refuses one (batch.go)
 	events   events
-	quick    quickStreams
 	regs     registry
 	pageable pageableMemo // host ranges recently found not page-locked
 	stats    counters
@@ -78,9 +75,8 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, 
 	if err != nil {
 		return nil, err
 	}
-	c := &Copier{pool: pool, dev: dev, opt: o, tune: t, events: events{dev: dev}, quick: quickStreams{dev: dev}}
+	c := &Copier{pool: pool, dev: dev, opt: o, tune: t, events: events{dev: dev}}
 	c.regs.chunk = int(o.RegisterChunk)
-	c.canBatch.Store(max(t.batchMax[0], t.batchMax[1]) > 1 && dev.canBatch())
 	streams := make([]stream, 0, o.Streams)
 	for range o.Streams {
 		s, err := dev.newStream()
@@ -167,10 +163,6 @@ func (c *Copier) Close() error {
 		if err := s.destroy(); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	c.closeQueues()
-	if err := c.quick.close(); err != nil {
-		errs = append(errs, err)
 	}
 	if err := c.events.close(); err != nil {
 		errs = append(errs, err)

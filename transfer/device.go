@@ -23,9 +23,6 @@ type device interface {
 	// isPinned reports whether b is page-locked memory that asynchronous
 	// copies accept.
 	isPinned(b []byte) bool
-	// canBatch reports whether streams queue a batch of copies as one
-	// (copyBatchAsync) rather than one by one.
-	canBatch() bool
 }
 
 // stream is a device stream.
@@ -34,23 +31,12 @@ type stream interface {
 	copyHtoDAsync(dst cuda.DevicePtr, src []byte) error
 	// copyDtoHAsync queues a copy from src into pinned dst.
 	copyDtoHAsync(dst []byte, src cuda.DevicePtr) error
-	// copyBatchAsync queues the copies, in direction d between pinned host
-	// memory and the device, as one batch; they may run in any order. On
-	// failure some of them may have been queued.
-	copyBatchAsync(d Direction, copies []chunkCopy) error
 	// record marks the current end of the stream with e.
 	record(e event) error
 	// synchronize waits for all work queued on the stream.
 	synchronize() error
 	// destroy releases the stream; queued work still completes.
 	destroy() error
-}
-
-// chunkCopy is one copy of a batch: pinned host memory and the device
-// address on the other side.
-type chunkCopy struct {
-	dev  cuda.DevicePtr
-	host []byte
 }
 
 // event is a marker in a stream. Done makes it a pinpool.Fence.

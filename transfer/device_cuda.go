@@ -30,9 +30,6 @@ func (d cudaDevice) register(b []byte) (hostReg, error) { return d.c.HostRegiste
 
 func (d cudaDevice) isPinned(b []byte) bool { return cuda.IsPinned(b) }
 
-// canBatch reports whether the driver has cuMemcpyBatchAsync (CUDA 12.8).
-func (d cudaDevice) canBatch() bool { return cuda.BatchCopyAvailable() == nil }
-
 type cudaStream struct{ s *cuda.Stream }
 
 func (s cudaStream) copyHtoDAsync(dst cuda.DevicePtr, src []byte) error {
@@ -41,18 +38,6 @@ func (s cudaStream) copyHtoDAsync(dst cuda.DevicePtr, src []byte) error {
 
 func (s cudaStream) copyDtoHAsync(dst []byte, src cuda.DevicePtr) error {
 	return s.s.CopyDtoHAsync(dst, src)
-}
-
-func (s cudaStream) copyBatchAsync(d Direction, copies []chunkCopy) error {
-	bc := make([]cuda.BatchCopy, len(copies))
-	for i, x := range copies {
-		if d == HostToDevice {
-			bc[i] = cuda.BatchCopy{Dst: x.dev, SrcHost: x.host, Size: len(x.host)}
-		} else {
-			bc[i] = cuda.BatchCopy{DstHost: x.host, Src: x.dev, Size: len(x.host)}
-		}
-	}
-	return s.s.CopyBatchAsync(bc, cuda.SrcAccessStream)
 }
 
 func (s cudaStream) record(e event) error { return e.(cudaEvent).e.Record(s.s) }

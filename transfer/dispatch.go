@@ -233,12 +233,7 @@ func (c *Copier) one(ctx context.Context, o op, path Path) error {
 	case PathStaged:
 		return c.staged(ctx, o)
 	}
-	// A single page-locked range goes on a private stream when one is
-	// free: the lowest latency for small copies.
-	if s, ok := c.quick.get(); ok {
-		return c.quickCopy(s, o, path)
-	}
-	ev, err := c.issue(c.stream(o.dir), o, path, 0, o.host)
+	ev, _, err := c.issue(c.stream(o.dir), o, path, 0, o.host)
 	if err != nil {
 		return err
 	}
@@ -262,7 +257,7 @@ func (c *Copier) mixed(ctx context.Context, o op, segs []segment) error {
 			err = cancelErr(o, s.off, e)
 			break
 		}
-		ev, e := c.issue(c.stream(o.dir), o, s.path, s.off, o.host[s.off:s.end])
+		ev, _, e := c.issue(c.stream(o.dir), o, s.path, s.off, o.host[s.off:s.end])
 		if e != nil {
 			err = e
 			break

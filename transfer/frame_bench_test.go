@@ -37,12 +37,9 @@ func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
 	opt := Options{DirectBelow: -1, Prewarm: true}
 	allLanes := defaultTuning()
 	allLanes.coldShare = 0
-	batchOff := defaultTuning()
-	batchOff.batchMax = [2]int{}
 	return []namedCopier{
 		{name: "plan=default", c: g.tunedCopier(b, opt, defaultTuning()), bothWays: true},
 		{name: "plan=all-lanes-asleep", c: g.tunedCopier(b, opt, allLanes), upTo: 32 << 20, only: HostToDevice},
-		{name: "plan=batch-off", c: g.tunedCopier(b, opt, batchOff), only: HostToDevice},
 	}
 }
 

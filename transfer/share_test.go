@@ -13,8 +13,7 @@ import (
 )
 
 // TestChunkedTails round-trips chunked transfers, where the lanes share the
-// last chunks' copy-out (device to host) and demote the last chunks they
-// queued (host to device), at sizes around a round of chunks and with 1, 2,
+// last chunks' copy-out (device to host), at sizes around a round of chunks and with 1, 2,
 // 3 and 8 lanes, and checks every byte, the chunks counted, that the
 // staging is all back, and that one lane copies out alone.
 func TestChunkedTails(t *testing.T) {
@@ -139,7 +138,7 @@ func TestSharedCopyOutHelps(t *testing.T) {
 
 // TestChunkedTailsConcurrent runs chunked transfers in both directions
 // from six goroutines at once on one copier, so that transfers share the
-// lanes and the window while their last chunks are shared or demoted: every
+// lanes and the window while their last chunks are shared: every
 // byte arrives, and the staging all comes back.
 func TestChunkedTailsConcurrent(t *testing.T) {
 	e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 12 * testChunk, Lanes: 8, DirectBelow: -1}, chunkedOnly())
@@ -181,7 +180,7 @@ func TestChunkedTailsConcurrent(t *testing.T) {
 }
 
 // TestChunkedTailsCloseRace closes the copier while goroutines run chunked
-// transfers both ways, some of them in their shared or demoted last
+// transfers both ways, some of them in their shared last
 // chunks: Close waits for them, each either copies every byte or returns
 // ErrClosed, and nothing is left running or held (the env's cleanup checks
 // the goroutines, streams, events and staging).

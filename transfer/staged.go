@@ -58,10 +58,10 @@ type chunkedRun struct {
 }
 
 // inFlight is one chunk whose copy is queued: the chunk's range of the
-// transfer, the staging buffer it is copied into or out of, and its ticket
-// in the issue queue (batch.go).
+// transfer, the staging buffer it is copied into or out of, and the event
+// recorded after its copy.
 type inFlight struct {
-	t   *ticket
+	ev  event
 	off int
 	n   int
 	buf pinpool.Buffer
@@ -138,12 +138,6 @@ func (r *chunkedRun) lane() {
 	for {
 		off, m, ok := r.claim()
 		if !ok {
-			// Chunks parked for a batch would wait for the next lane's:
-			// issue them now.
-			q.flush()
-			if o.dir == HostToDevice && !r.stop.Load() {
-				q.demote()
-			}
 			return
 		}
 		if len(q.held) >= r.p.depth {
@@ -164,40 +158,23 @@ func (r *chunkedRun) lane() {
 			// docs/results/2026-12-01-tails.md).
 			copyBytes(b, o.host[off:off+m], true)
 		}
-		t, err := c.issueChunk(o, off, b, off >= c.tune.batchFrom*r.p.lanes*r.p.chunk)
-		f := inFlight{t: t, off: off, n: m, buf: buf}
+		c.issuing[o.dir].lock()
+		ev, unsure, err := c.issue(c.stream(o.dir), o, PathStaged, off, b)
+		c.issuing[o.dir].unlock()
 		if err != nil {
-			r.complete(f) // fails the transfer and gives the staging back
+			r.fail(err) // before the slot is free for the other lanes
+			if unsure {
+				buf.ReleaseAfter(failedFence{err})
+			} else {
+				buf.Release() // the copy is not running
+			}
+			c.wins[o.dir].release()
 			return
 		}
+		f := inFlight{ev: ev, off: off, n: m, buf: buf}
 		r.issued.Add(int64(m))
 		c.stats.chunks.Add(1)
 		q.held = append(q.held, f)
-	}
-}
-
-// flush issues the chunks parked in the issue queue if the lane holds one
-// of them.
-func (q *laneQueue) flush() {
-	for _, f := range q.held {
-		if !f.t.issued.Load() {
-			q.r.c.flush(q.r.o.dir)
-			return
-		}
-	}
-}
-
-// demote moves the chunks the lane holds in flight, host to device, from
-// its core's caches to the last-level cache, once no chunk is left to
-// claim. The DMA reads them last, after the chunks queued before them, and
-// reads lines that sit in a core's own cache about half as fast as lines
-// in the last-level cache; the lane has nothing else to do meanwhile.
-// Demoting every chunk as it was copied made the copies slower by more
-// than it saved (docs/results/2026-12-01-spin.md); at the end it costs the
-// transfer nothing (docs/results/2026-12-01-tails.md).
-func (q *laneQueue) demote() {
-	for _, f := range q.held {
-		demoteBytes(f.buf.Bytes()[:f.n])
 	}
 }
 

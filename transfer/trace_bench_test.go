@@ -14,15 +14,13 @@ import (
 )
 
 // traceCopiers are the copiers BenchmarkStagedTrace compares: the default
-// one, and variants of its tuning or options: batch-off issues every chunk
-// on its own (batch.go).
+// one, and variants of its tuning or options.
 var traceCopiers = []struct {
 	name string
 	tune func(*tuning)
 	opt  func(*Options)
 }{
 	{"default", nil, nil},
-	{"batch-off", func(t *tuning) { t.batchMax = [2]int{} }, nil},
 }
 
 // BenchmarkStagedTrace times where a staged transfer's time goes, through

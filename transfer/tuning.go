@@ -30,20 +30,6 @@ type tuning struct {
 	// (docs/results/2026-12-01-paced-frames.md). Device to host, the lanes
 	// wake while the first chunk's DMA runs, and all of them copy out.
 	coldShare int
-	// batchMax, per direction, is the most chunks a chunked transfer
-	// issues in one batch (batch.go); below 2, each chunk is issued on its
-	// own. Host to device, pairs moved 256 MiB and 1 GiB 2-4% faster;
-	// device to host, where a lane issues a chunk's copy before it has any
-	// work for it, batches gained nothing
-	// (docs/results/2026-12-01-dma-ceiling.md).
-	batchMax [2]int
-	// batchDepth is how many batches the stream must have queued for a
-	// ready chunk to be parked rather than issued: enough work for the
-	// DMA while the chunk waits for the next one.
-	batchDepth int
-	// batchFrom is how many rounds of chunks (one per lane) a transfer
-	// issues before it parks any: the first DMA waits for nothing.
-	batchFrom int
 }
 
 // defaultTuning is the tuning of every copier made by New.
@@ -52,6 +38,5 @@ func defaultTuning() tuning {
 		coopChunk: 1 << 20,
 		coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
 		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2,
-		batchMax: [2]int{HostToDevice: 2}, batchDepth: 2, batchFrom: 1,
 	}
 }
