@@ -157,6 +157,7 @@ func (r *coopRun) run() {
 		testHookHandoff(r, true)
 	}
 	r.laneOf(true)
+	c.lanes[o.dir].withdraw(r) // every stripe is claimed: no lane need join now
 	spin := c.lanes[o.dir].endSpinFor()
 	if p.handoff() && failed < 0 && r.handOff(spin) {
 		return

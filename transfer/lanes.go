@@ -25,11 +25,10 @@ import (
 // for lanes busy with the other way nor splits its lanes with it, and the
 // gap rule below looks at one direction's transfers.
 type standingLanes struct {
-	// board holds the offers that spinning lanes take without a lock
-	// (offerBoard); jobs the ones it had no room for, and wake a token
-	// for each lane asleep that an offer on the board needs.
+	// board holds the offers that lanes take without a lock
+	// (offerBoard), and wake a token for each lane asleep that an offer
+	// needs.
 	board    offerBoard
-	jobs     chan job
 	wake     chan struct{}
 	sleeping atomic.Int32 // lanes asleep in next, or about to be
 	spin     time.Duration
@@ -91,7 +90,7 @@ type job interface{ join() }
 // newStandingLanes starts n lanes that spin for up to spin (none when it
 // is not positive) before they sleep.
 func newStandingLanes(n int, spin time.Duration) *standingLanes {
-	l := &standingLanes{jobs: make(chan job, max(n, 1)), wake: make(chan struct{}, max(n, 1)), spin: spin, quit: make(chan struct{})}
+	l := &standingLanes{board: newOfferBoard(n), wake: make(chan struct{}, max(n, 1)), spin: spin, quit: make(chan struct{})}
 	l.lastEnd.Store(math.MinInt64 / 2) // no transfer yet: an endless gap
 	l.lastGap.Store(math.MaxInt64)
 	for range n {
@@ -122,18 +121,7 @@ func (l *standingLanes) next() (j job, ok bool) {
 			ok = true
 			return true
 		}
-		// A look at the queue's length first: a receive takes the
-		// channel's lock.
-		if len(l.jobs) == 0 {
-			return false
-		}
-		select {
-		case j = <-l.jobs:
-			ok = true
-			return true
-		default:
-			return false
-		}
+		return false
 	}
 	for {
 		if spinUntil(poll, l.spinFor()) {
@@ -151,15 +139,13 @@ func (l *standingLanes) next() (j job, ok bool) {
 		}
 		woken := false
 		select {
-		case j = <-l.jobs:
-			ok = true
 		case <-l.wake:
 			woken = true
 		case <-l.quit:
 		}
 		l.sleeping.Add(-1)
 		if !woken {
-			return j, ok
+			return nil, false
 		}
 		// The offer that woke this lane may be taken already: look again,
 		// spinning as after a transfer.
@@ -173,43 +159,40 @@ var testHookBeforeSleep func()
 
 // offer asks for up to n lanes for j without waiting. It puts the offer
 // on the board, where spinning lanes take it without a lock, and wakes as
-// many sleeping lanes as it needs; with no room on the board it queues
-// the offers on the channel instead, as many as fit (the lanes busy with
-// other transfers). Lanes that take an offer after j's caller has
-// finished its own lane drop it.
+// many sleeping lanes as it needs. With no room on the board (every slot
+// holds a live offer, so every lane has work) j runs on its caller's lane
+// alone. Lanes that take an offer after j's caller has closed j drop it.
 //
-// Offers used to go through the channel only. Seven spinning lanes then
-// contended for its lock with the caller, and a lock that its waiters
-// sleep on, the runtime's, wakes them one by one: the lanes joined a
-// frame over 10-70 µs although all of them were spinning
-// (docs/results/2026-12-01-staged-bound.md, section 6).
+// The board replaced a channel of offers, whose lock seven spinning lanes
+// contended for with the caller and slept on: an uploaded frame with one
+// goroutine moved more than 10% faster with the board
+// (BenchmarkFrameStream).
 func (l *standingLanes) offer(j job, n int) {
-	if n <= 0 {
+	if n <= 0 || !l.board.put(j, n) {
 		return
 	}
-	if l.board.put(j, n) {
-		for range min(n, int(l.sleeping.Load())) {
-			select {
-			case l.wake <- struct{}{}:
-			default:
-				return
-			}
-		}
-		return
-	}
-	for range n {
+	for range min(n, int(l.sleeping.Load())) {
 		select {
-		case l.jobs <- j:
+		case l.wake <- struct{}{}:
 		default:
 			return
 		}
 	}
 }
 
-// offerBoard is a few slots of offers that lanes take without a lock:
-// each offer is a job and a count of lanes it still wants.
+// withdraw takes j's offer off the board once j is closed to lanes, so
+// that only live offers hold its slots.
+func (l *standingLanes) withdraw(j job) { l.board.withdraw(j) }
+
+// offerBoard is slots of offers that lanes take without a lock: each
+// offer is a job and a count of lanes it still wants. It has a slot per
+// standing lane: more offers than lanes could not all be served.
 type offerBoard struct {
-	slots [4]atomic.Pointer[boardOffer]
+	slots []atomic.Pointer[boardOffer]
+}
+
+func newOfferBoard(lanes int) offerBoard {
+	return offerBoard{slots: make([]atomic.Pointer[boardOffer], max(lanes, 1))}
 }
 
 type boardOffer struct {
@@ -248,6 +231,15 @@ func (b *offerBoard) take() job {
 		}
 	}
 	return nil
+}
+
+// withdraw frees the slot of j's offer, if it is still on the board.
+func (b *offerBoard) withdraw(j job) {
+	for i := range b.slots {
+		if o := b.slots[i].Load(); o != nil && o.j == j {
+			b.slots[i].CompareAndSwap(o, nil)
+		}
+	}
 }
 
 // stop ends the lanes and waits for them; transfers must be over.

@@ -11,9 +11,6 @@ import (
 //go:noescape
 func ntCopy64(dst, src *byte, n uintptr)
 
-// hasStreamingStores reports whether streamBytes bypasses the caches.
-const hasStreamingStores = true
-
 // streamBytes copies src into dst (of equal length) with non-temporal
 // stores, which write the destination to memory without keeping it in the
 // CPU caches (a plain copy does that only for copies of 1 MiB and more).

@@ -2,9 +2,6 @@
 
 package transfer
 
-// hasStreamingStores reports whether streamBytes bypasses the caches.
-const hasStreamingStores = false
-
 // streamBytes copies src into dst (of equal length); only amd64 has the
 // non-temporal version, elsewhere it is a plain copy.
 func streamBytes(dst, src []byte) { copy(dst, src) }
