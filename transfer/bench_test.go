@@ -249,11 +249,8 @@ func reportMedian(b *testing.B, lat []time.Duration) {
 }
 
 // BenchmarkStagedTuning sweeps the staged path's lanes, chunk size and
-// window on 64 MiB and 256 MiB, to find what limits it (see
-// BenchmarkHostCopy). Small windows keep the staging buffers in the
-// last-level cache. (The staging stores, and a ramp of quarter chunks at
-// both ends of a transfer, were compared here and decided: see
-// docs/results/2026-11-30-transfers-at-scale.md.)
+// window on 64 MiB and 256 MiB, to find what limits it. Small windows
+// keep the staging buffers in the last-level cache.
 func BenchmarkStagedTuning(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})

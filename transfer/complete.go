@@ -60,10 +60,9 @@ func (c *Copier) waitAll(o op, path Path, evs []event, err error) error {
 // host), which need not read the destination's lines first and were
 // faster for large transfers and streams of frames; with many transfers
 // staging device to host at once they were slower than cached stores, so
-// those copy out cached (docs/results/2026-12-01-paced-frames.md). A
+// those copy out cached (BenchmarkFrameStream with 10 goroutines). A
 // transfer host to device beside it does not count: copying out cached
-// beside one made transfers both ways at once slower
-// (docs/results/2026-12-01-both-ways.md).
+// beside one made transfers both ways at once slower (BenchmarkBothWays).
 func copyOut(dst, src []byte, stream bool) {
 	if stream {
 		streamBytes(dst, src)

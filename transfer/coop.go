@@ -25,7 +25,7 @@ import (
 // the last of the transfer's goroutines to finish evicts the caller's
 // stripes and gives the staging back (lastOut). An eviction takes about as
 // long as the copy-out; waiting for it had the caller wait for the last
-// chunk twice (docs/results/2026-12-01-staged-bound.md, section 5).
+// chunk twice (BenchmarkFrameStream, a downloaded frame).
 
 // testHookHandoff, when set (by a test, before the copier starts), runs
 // in a download that may hand off: on its caller before the caller's own

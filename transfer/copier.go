@@ -16,20 +16,20 @@ import (
 // direction Lanes-1 standing lanes that join staged transfers. All
 // methods are safe for concurrent use; transfers from many goroutines share
 // the streams, and those in one direction share its window and lanes.
-//
-// Lock order. A goroutine that holds one of the package's locks takes
-// only locks further down this list, and waits for nothing while it holds
-// any of them except where noted:
-//
-//	Copier.mu (write: Close only)       guards closed; Close waits for inflight after releasing it
-//	issuing[d] (issueLock)              held around a chunk's driver calls and direction d's issue queue
-//	                                    by one goroutine at a time; under it: events.mu, runState.mu
-//	registry.mu                         held alone, never while copying
-//	runState.mu, events.mu, chunkedRun.shareMu   leaves: nothing is taken under them
-//
-// The window and the pool are taken with no lock of the package held; a
-// lane that waits for either holds no lock.
 type Copier struct {
+	// The lock order. A goroutine that holds one of the package's locks
+	// takes only locks further down this list, and waits for nothing
+	// while it holds any of them except where noted:
+	//
+	//	mu (write: Close only)     guards closed; Close waits for inflight after releasing it
+	//	issuing[d] (issueLock)     held around a chunk's driver calls by one goroutine at a
+	//	                           time; under it: events.mu, runState.mu
+	//	regs.mu                    held alone, never while copying
+	//	runState.mu, events.mu, chunkedRun.shareMu   leaves: nothing is taken under them
+	//
+	// The window and the pool are taken with no lock of the package held;
+	// a lane that waits for either holds no lock.
+
 	pool *pinpool.Pool
 	dev  device
 	opt  Options

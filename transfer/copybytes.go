@@ -12,7 +12,7 @@ const cachedStep = 512 << 10
 // below 1 MiB, streaming to memory from there), which suits a destination
 // that is not read soon. The cooperative mode writes its staging with
 // streamBytes instead, since the DMA reads memory that sits in the cores'
-// caches much slower (BenchmarkStagingDMA); the chunked mode uses cached
+// caches much slower (BenchmarkFrameStream); the chunked mode uses cached
 // copies, whose window stays in the last-level cache.
 func copyBytes(dst, src []byte, cached bool) {
 	if !cached {

@@ -48,7 +48,7 @@ func (c *Copier) issue(s stream, o op, path Path, off int, host []byte) (_ event
 // when many threads make them at once; one caller at a time made
 // device-to-host staging faster. Each direction has its own, as it has its
 // own streams, window and lanes: transfers both ways at once
-// (docs/results/2026-12-01-both-ways.md). A lane waiting here yields its
+// (BenchmarkBothWays). A lane waiting here yields its
 // processor to other goroutines but keeps its thread awake, since a
 // sleeping thread would take longer to wake than the lock is held. In the
 // package's lock order (see Copier) it comes before events.mu and

@@ -165,8 +165,8 @@ var testHookBeforeSleep func()
 //
 // The board replaced a channel of offers, whose lock seven spinning lanes
 // contended for with the caller and slept on: an uploaded frame with one
-// goroutine moved more than 10% faster with the board
-// (BenchmarkFrameStream).
+// goroutine moved faster with the board by more than the margin a second
+// mechanism needs (BenchmarkFrameStream), so the channel went.
 func (l *standingLanes) offer(j job, n int) {
 	if n <= 0 || !l.board.put(j, n) {
 		return
@@ -268,8 +268,7 @@ type runState struct {
 // transfer's lanes end within a stripe of each other, and a goroutine that
 // sleeps takes a long while to run again once woken while lanes spin
 // beside it; the spin is what moves a stream of device-to-host frames
-// faster than the engine before it (docs/results/2026-12-01-spin.md has
-// the figures). A transfer whose lanes sleep, such as a paced stream's,
+// faster (BenchmarkFrameStream). A transfer whose lanes sleep, such as a paced stream's,
 // does not spin here either.
 var endSpin = 50 * time.Microsecond
 

@@ -45,11 +45,10 @@ var canEvict = cpuid7EBX()&(1<<23) != 0
 
 // evictBytes evicts the cache lines of b from every CPU cache, so that a
 // DMA engine that writes b next does not have to invalidate copies of them
-// in the cores' caches, which slows it several times over
-// (BenchmarkStagingDMA). The cooperative mode evicts its stripes after the
-// copy out when its lanes are awake (plan.backToBack); the chunked mode does
-// not, since there it cost more than it saved
-// (docs/results/2026-11-30-transfers-at-scale.md). It does nothing where
+// in the cores' caches, which slows it several times over. The
+// cooperative mode evicts its stripes after the copy out when its lanes
+// are awake (plan.backToBack); the chunked mode does not, since there it
+// cost more than it saved (BenchmarkStagedSizes). It does nothing where
 // CLFLUSHOPT is missing.
 func evictBytes(b []byte) {
 	if !canEvict || len(b) == 0 {

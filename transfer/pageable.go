@@ -11,7 +11,7 @@ import (
 // reported not page-locked, for pageableFor, so that a stream of transfers
 // from the same buffers asks the driver once instead of before every
 // transfer: the question costs a driver call, on the transfer's critical
-// path, before any lane starts (docs/results/2026-12-01-paced-frames.md).
+// path, before any lane starts (BenchmarkPacedFrames).
 // Remembering "not page-locked" is safe: memory that other code pins
 // meanwhile is staged instead of copied directly, which is correct, only
 // slower, until the entry expires. Page-locked answers are never

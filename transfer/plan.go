@@ -60,8 +60,8 @@ type plan struct {
 	//     not wait for the eviction: it returns once its bytes are copied
 	//     out, and its lanes evict and give the staging back (the handoff,
 	//     coop.go).
-	// (docs/results/2026-12-01-paced-round-trips.md and, for the handoff,
-	// docs/results/2026-12-01-staged-bound.md have the figures.)
+	// (BenchmarkFrameStream and BenchmarkPacedFrames, downloads, measure
+	// each rule.)
 	backToBack bool
 
 	// chunked mode

@@ -15,7 +15,8 @@ import (
 // copies, with no staging, until Close. It suits large buffers that are
 // copied many times: registering costs about as much as copying the
 // memory a few times over, and unregistering synchronises with the device
-// (figures in docs/results/2026-12-01-transfer-shape.md).
+// (BenchmarkTransfer and pinpool bench measure both on the machine at
+// hand).
 type Registration struct {
 	c          *Copier
 	mem        []byte // keeps a Go slice alive (the Go heap does not move)

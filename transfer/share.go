@@ -42,9 +42,8 @@ func (s *outShare) work() (copied uint64) {
 // src again.
 func (r *chunkedRun) shareCopyOut(dst, src []byte) {
 	// The smallest stripe worth claiming: the lanes that help come and go,
-	// and finer stripes share the work more evenly than one per lane (a
-	// lane's share of the chunk was 1-2% slower in
-	// docs/results/2026-12-01-tails.md, run 15).
+	// and finer stripes share the work more evenly than one per lane
+	// (BenchmarkStagedSizes, downloads).
 	stripe := roundUp(max(r.c.tune.minStripe, 1), 4096)
 	s := &outShare{dst: dst, src: src, stripe: stripe, stripes: int64(ceilDiv(len(src), stripe)), stream: r.p.streamOut}
 	r.shareMu.Lock()
@@ -83,8 +82,7 @@ func (r *chunkedRun) openShare() *outShare {
 // help copies out stripes of the other lanes' landed chunks until every
 // chunk of the transfer is copied out or the transfer stops. A lane calls
 // it once it has nothing of its own left, so it spins only while the last
-// chunks, all claimed, land: a few hundred microseconds of CPU time per
-// lane, measured in docs/results/2026-12-01-tails.md.
+// chunks, all claimed, land (BenchmarkStagedTrace).
 func (r *chunkedRun) help() {
 	for {
 		var s *outShare

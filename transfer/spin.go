@@ -12,7 +12,7 @@ import (
 // goroutines that did the work, a transfer's first copy among them. The
 // value was chosen between yielding often, which suits host-to-device
 // frames, and rarely, which suits device-to-host ones and spends less CPU
-// time (docs/results/2026-12-01-spin.md, runs 7 and 13). Yielding now and
+// time (BenchmarkFrameStream). Yielding now and
 // then still lets another goroutine of the same processor run.
 var spinYieldEvery = 20 * time.Microsecond
 

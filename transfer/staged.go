@@ -155,8 +155,7 @@ func (r *chunkedRun) lane() {
 			// stores would add two trips to memory per byte (and were
 			// slower also for the first and the last round of chunks,
 			// which the DMA reads right away; so was evicting the chunks
-			// after the copy: docs/results/2026-12-01-spin.md and
-			// docs/results/2026-12-01-tails.md).
+			// after the copy: BenchmarkStagedSizes).
 			copyBytes(b, o.host[off:off+m], true)
 		}
 		c.issuing[o.dir].lock()

@@ -27,7 +27,7 @@ type tuning struct {
 	// Its caller starts copying at once, and lanes that wake up late find
 	// most of the work done but still pay their wake-up: in a paced stream
 	// of frames, half the lanes moved a frame as fast for less CPU time
-	// (docs/results/2026-12-01-paced-frames.md). Device to host, the lanes
+	// (BenchmarkPacedFrames). Device to host, the lanes
 	// wake while the first chunk's DMA runs, and all of them copy out.
 	coldShare int
 }

@@ -16,8 +16,7 @@ import (
 // Each direction has a window of its own, as it has standing lanes of its
 // own (Copier.lanes): the two directions run on separate copy engines,
 // and transfers both ways at once that shared one window and one set of
-// lanes moved less than half what a copier per direction moved
-// (BenchmarkBothWays, docs/results/2026-12-01-both-ways.md).
+// lanes moved far less than a copier per direction (BenchmarkBothWays).
 type window struct {
 	tokens chan struct{}
 	held   *heldSlots // shared by the copier's windows
