@@ -5,24 +5,42 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// Step 1 of a transfer: dispatch. The public copy methods build an op and
-// run it; execute splits its host memory into segments, each held by one
-// kind of memory, and sends each segment down its path: registered and
-// pinned segments as asynchronous copies (issue.go), pageable ones through
-// the driver's synchronous copy or staging (plan.go, staged.go).
-
-// op is one transfer: its direction, device address and host memory.
-type op struct {
-	dir  Direction
-	dev  cuda.DevicePtr
-	host []byte
-}
+// The reading order of the package is the order of a transfer's steps,
+// each in its own file, callers above what they call:
+//
+//  1. dispatch (this file): the public copy methods, the split of host
+//     memory into segments, and each segment's path; registered and
+//     pinned segments go as asynchronous copies (issue.go), pageable ones
+//     through the driver's synchronous copy or staging;
+//  2. plan (plan.go): how a staged segment runs: mode, chunk size, lanes;
+//  3. run (staged.go: the chunked mode and its shared copy-out; coop.go:
+//     the cooperative mode and the handoff; lanes.go: the standing lanes,
+//     the state a transfer's lanes share and the one busy wait);
+//  4. issue (issue.go): every asynchronous copy and the event after it;
+//  5. complete (complete.go): waiting for events, copying out, giving the
+//     staging back, and the CPU copies.
+//
+// Beneath them: the copier, its lock order and its staging windows
+// (copier.go), options, registrations and mapped memory (register.go),
+// the device (device.go), the shared vocabulary (types.go), errors and
+// statistics; streams and files (stream.go, file.go, pieces.go) run on
+// the same steps.
+//
+// One word per idea: a transfer is one call; a segment is a range of its
+// host memory held by one kind of memory; a chunk is the bytes of one
+// staged asynchronous copy; a staging buffer (one window slot) holds one
+// chunk, or several small ones; a stripe is the part of a cooperative
+// chunk (or of a shared copy-out) one lane copies at a time; a lane is a
+// goroutine working on a staged transfer.
 
 // ToDevice copies src to the device at dst and returns when the bytes are
 // there. Each part of src goes the way its memory allows (see Path):
@@ -96,15 +114,6 @@ func (c *Copier) PathOf(b []byte) Path {
 	segs, regs := c.segments(small[:0], b, false, uses[:0])
 	defer regs.done()
 	return mainPath(segs)
-}
-
-// segment is a range [off, end) of a transfer's host memory held by one
-// kind of memory, with the path it takes. A registered or pinned segment
-// lies inside one registration or allocation, as an asynchronous copy
-// must.
-type segment struct {
-	off, end int
-	path     Path
 }
 
 // segments splits host memory b into segments, appended to segs, and
@@ -277,4 +286,146 @@ func (c *Copier) mixed(ctx context.Context, o op, segs []segment) error {
 		}
 	}
 	return c.waitAll(o, mainPath(segs), evs, err)
+}
+
+// Transfer is an asynchronous copy started by ToDeviceAsync or
+// FromDeviceAsync. It is a pinpool.Fence: a pool buffer whose bytes the
+// transfer reads or writes can be released with ReleaseAfter(transfer).
+type Transfer struct {
+	dir  Direction
+	n    int
+	done chan struct{}
+	err  error
+}
+
+// Wait blocks until the transfer has finished and returns its error: nil
+// when every byte is in place, an error wrapping ctx.Err() when it was
+// cancelled (no chunk is in flight any more then), or a copy error.
+func (t *Transfer) Wait() error {
+	<-t.done
+	return t.err
+}
+
+// Done reports, without blocking, whether the transfer has finished, with
+// its error once it has (so that a pool retires a buffer released after a
+// failed transfer instead of trusting it).
+func (t *Transfer) Done() (bool, error) {
+	select {
+	case <-t.done:
+		return true, t.err
+	default:
+		return false, nil
+	}
+}
+
+// Direction is the transfer's direction.
+func (t *Transfer) Direction() Direction { return t.dir }
+
+// Len is the number of bytes the transfer moves.
+func (t *Transfer) Len() int { return t.n }
+
+// ToDeviceAsync starts ToDevice on another goroutine and returns at once.
+// src must not be changed until the transfer has finished: staged chunks
+// are copied from it while the transfer runs. Cancelling ctx stops issuing
+// chunks; Wait then returns an error wrapping ctx.Err() once the chunks in
+// flight have completed. Close waits for the transfer.
+func (c *Copier) ToDeviceAsync(ctx context.Context, dst cuda.DevicePtr, src []byte) *Transfer {
+	return c.start(ctx, op{HostToDevice, dst, src})
+}
+
+// FromDeviceAsync starts FromDevice on another goroutine and returns at
+// once. dst holds the bytes once Wait has returned nil; it must not be
+// read or written before.
+func (c *Copier) FromDeviceAsync(ctx context.Context, dst []byte, src cuda.DevicePtr) *Transfer {
+	return c.start(ctx, op{DeviceToHost, src, dst})
+}
+
+func (c *Copier) start(ctx context.Context, o op) *Transfer {
+	t := &Transfer{dir: o.dir, n: len(o.host), done: make(chan struct{})}
+	if err := c.begin(); err != nil {
+		t.err = err
+		close(t.done)
+		return t
+	}
+	go func() {
+		defer c.end()
+		t.err = c.execute(ctx, o, false)
+		close(t.done)
+	}()
+	return t
+}
+
+// pageableMemo remembers host ranges of staged size that the driver
+// reported not page-locked, for pageableFor, so that a stream of transfers
+// from the same buffers asks the driver once instead of before every
+// transfer: the question costs a driver call, on the transfer's critical
+// path, before any lane starts (BenchmarkPacedFrames).
+// Remembering "not page-locked" is safe: memory that other code pins
+// meanwhile is staged instead of copied directly, which is correct, only
+// slower, until the entry expires. Page-locked answers are never
+// remembered, since memory that stops being page-locked must not be given
+// to an asynchronous copy.
+type pageableMemo struct {
+	mu      sync.Mutex                  // serialises writers
+	entries atomic.Pointer[[]memoEntry] // copy on write: readers take no lock
+}
+
+// memoEntry is a range [lo, hi) found not page-locked, valid until
+// (nanoseconds since epoch).
+type memoEntry struct {
+	lo, hi, until int64
+}
+
+const (
+	// pageableFor is how long an answer is remembered.
+	pageableFor = time.Second
+	// memoSize is the most ranges remembered: a copier's streams use a few
+	// buffers each.
+	memoSize = 16
+)
+
+func memoRange(b []byte) (lo, hi int64) {
+	lo = int64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+	return lo, lo + int64(len(b))
+}
+
+// has reports whether b lies inside a range remembered as not page-locked.
+func (m *pageableMemo) has(b []byte) bool {
+	es := m.entries.Load()
+	if es == nil {
+		return false
+	}
+	lo, hi := memoRange(b)
+	now := int64(time.Since(epoch))
+	for _, e := range *es {
+		if lo >= e.lo && hi <= e.hi && now < e.until {
+			return true
+		}
+	}
+	return false
+}
+
+// add remembers b as not page-locked, replacing an expired or the oldest
+// entry when the memo is full.
+func (m *pageableMemo) add(b []byte) {
+	lo, hi := memoRange(b)
+	now := int64(time.Since(epoch))
+	e := memoEntry{lo, hi, now + int64(pageableFor)}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var old []memoEntry
+	if p := m.entries.Load(); p != nil {
+		old = *p
+	}
+	es := make([]memoEntry, 0, min(len(old)+1, memoSize))
+	es = append(es, e)
+	for _, o := range old {
+		// Drop the expired, those the new one covers, and the oldest past
+		// the size.
+		if len(es) == memoSize || now >= o.until || (o.lo >= lo && o.hi <= hi) {
+			continue
+		}
+		es = append(es, o)
+	}
+	m.entries.Store(&es)
 }
