@@ -99,7 +99,7 @@ func BenchmarkTransfer(b *testing.B) {
 	}
 	copier := func(c *Copier, host []byte) func(Direction, int) error {
 		return func(d Direction, n int) error {
-			return c.run(ctx, op{d, dev.Ptr(), host[:n]}, false)
+			return c.transfer(ctx, op{d, dev.Ptr(), host[:n]}, false)
 		}
 	}
 	paths := []struct {
@@ -185,7 +185,7 @@ func BenchmarkCrossover(b *testing.B) {
 					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 					b.SetBytes(int64(n))
 					for b.Loop() {
-						if err := c.c.run(ctx, op{d, dev.Ptr(), host[:n]}, false); err != nil {
+						if err := c.c.transfer(ctx, op{d, dev.Ptr(), host[:n]}, false); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -272,7 +272,7 @@ func BenchmarkStagedTuning(b *testing.B) {
 					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 					b.SetBytes(int64(n))
 					for b.Loop() {
-						if err := c.run(ctx, op{d, dev.Ptr(), host[:n]}, false); err != nil {
+						if err := c.transfer(ctx, op{d, dev.Ptr(), host[:n]}, false); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -7,39 +7,8 @@ import (
 // Step 5 of a transfer: complete. A copy is complete when the event issued
 // after it has completed: only then may its staging buffer go back to the
 // pool and its window slot to the window, and only then are device-to-host
-// bytes in the staging buffer to copy out.
-
-// complete completes one chunk of a chunked transfer: it waits for the
-// chunk's copy, copies it out to the destination (device to host), and
-// gives back its staging buffer and window slot. A chunk whose copy failed
-// stops the transfer, and its buffer is retired.
-func (r *chunkedRun) complete(f inFlight) {
-	c, o := r.c, r.o
-	defer c.wins[o.dir].release()
-	if err := f.ev.synchronize(); err != nil {
-		c.events.drop(f.ev)
-		err = copyErr(o.dir, PathStaged, f.off, f.n, err)
-		f.buf.ReleaseAfter(failedFence{err})
-		r.fail(err) // before the slot is free for the other lanes
-		return
-	}
-	c.events.put(f.ev)
-	if o.dir == DeviceToHost {
-		// The staging buffer stays cached: the next copy into it comes a
-		// window later. (Evicting it, as the cooperative mode does, made
-		// large copies slower.)
-		dst, src := o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n]
-		if r.p.lanes > 1 && r.next.Load() >= int64(r.p.chunks) {
-			// Every chunk is claimed: lanes are running out of work.
-			// (Before that, every lane has chunks of its own to copy.)
-			r.shareCopyOut(dst, src)
-		} else {
-			copyOut(dst, src, r.p.streamOut)
-		}
-	}
-	f.buf.Release()
-	r.completed.Add(1)
-}
+// bytes in the staging buffer to copy out. (A chunked transfer's lanes
+// complete their chunks in staged.go, with chunkedRun.complete.)
 
 // waitAll waits for the events of a transfer's issued copies of pinned
 // memory, gives them back, and returns err joined with their failures.

@@ -52,14 +52,14 @@ import (
 // and the error wraps ctx.Err(); part of dst may then have been written. A
 // nil ctx never ends.
 func (c *Copier) ToDevice(ctx context.Context, dst cuda.DevicePtr, src []byte) error {
-	return c.run(ctx, op{HostToDevice, dst, src}, false)
+	return c.transfer(ctx, op{HostToDevice, dst, src}, false)
 }
 
 // FromDevice copies len(dst) bytes from the device at src into dst and
 // returns when they are there. Paths and cancellation are those of
 // ToDevice; after an error or cancellation dst may be partly written.
 func (c *Copier) FromDevice(ctx context.Context, dst []byte, src cuda.DevicePtr) error {
-	return c.run(ctx, op{DeviceToHost, src, dst}, false)
+	return c.transfer(ctx, op{DeviceToHost, src, dst}, false)
 }
 
 // ToDeviceBuffer copies the bytes of a live pool buffer to the device at
@@ -70,7 +70,7 @@ func (c *Copier) ToDeviceBuffer(ctx context.Context, dst cuda.DevicePtr, buf pin
 	if err != nil {
 		return err
 	}
-	return c.run(ctx, op{HostToDevice, dst, b}, true)
+	return c.transfer(ctx, op{HostToDevice, dst, b}, true)
 }
 
 // FromDeviceBuffer copies buf.Len() bytes from the device at src into a
@@ -80,7 +80,7 @@ func (c *Copier) FromDeviceBuffer(ctx context.Context, buf pinpool.Buffer, src c
 	if err != nil {
 		return err
 	}
-	return c.run(ctx, op{DeviceToHost, src, b}, true)
+	return c.transfer(ctx, op{DeviceToHost, src, b}, true)
 }
 
 func bufferBytes(buf pinpool.Buffer) ([]byte, error) {
@@ -91,9 +91,9 @@ func bufferBytes(buf pinpool.Buffer) ([]byte, error) {
 	return b, nil
 }
 
-// run executes one transfer between begin and end, so that Close waits for
+// transfer executes one transfer between begin and end, so that Close waits for
 // it. pinned says the host memory is one pool buffer.
-func (c *Copier) run(ctx context.Context, o op, pinned bool) error {
+func (c *Copier) transfer(ctx context.Context, o op, pinned bool) error {
 	if err := c.begin(); err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (c *Copier) segments(segs []segment, b []byte, pinned bool, regs useList) (
 // remembered as such for a while (pageableMemo).
 func (c *Copier) unregisteredPath(b []byte) Path {
 	memo := c.opt.DirectBelow <= 0 || len(b) >= c.opt.DirectBelow
-	if memo && c.pageable.has(b) {
+	if memo && c.pageable.covers(b) {
 		return PathStaged
 	}
 	if c.dev.isPinned(b) {
@@ -159,7 +159,7 @@ func (c *Copier) unregisteredPath(b []byte) Path {
 	}
 	p := c.pageablePath(b)
 	if memo && p == PathStaged {
-		c.pageable.add(b)
+		c.pageable.remember(b)
 	}
 	return p
 }
@@ -208,7 +208,7 @@ func (c *Copier) execute(ctx context.Context, o op, pinned bool) error {
 	segs, regs := c.segments(small[:0], o.host, pinned, uses[:0])
 	var err error
 	if len(segs) == 1 {
-		err = c.one(ctx, o, segs[0].path)
+		err = c.segment(ctx, o, segs[0].path)
 	} else {
 		err = c.mixed(ctx, o, segs)
 	}
@@ -225,8 +225,8 @@ func (c *Copier) execute(ctx context.Context, o op, pinned bool) error {
 	return err
 }
 
-// one copies o, whose host memory is one segment, by path.
-func (c *Copier) one(ctx context.Context, o op, path Path) error {
+// segment copies o, whose host memory is one segment, by path.
+func (c *Copier) segment(ctx context.Context, o op, path Path) error {
 	switch path {
 	case PathDirect:
 		var err error
@@ -281,7 +281,7 @@ func (c *Copier) mixed(ctx context.Context, o op, segs []segment) error {
 			continue
 		}
 		sub := op{o.dir, o.dev + cuda.DevicePtr(s.off), o.host[s.off:s.end]}
-		if err = c.one(ctx, sub, s.path); err != nil {
+		if err = c.segment(ctx, sub, s.path); err != nil {
 			err = fmt.Errorf("transfer: %s of %d bytes, the %d at offset %d: %w", o.dir, len(o.host), s.end-s.off, s.off, err)
 		}
 	}
@@ -330,17 +330,17 @@ func (t *Transfer) Len() int { return t.n }
 // chunks; Wait then returns an error wrapping ctx.Err() once the chunks in
 // flight have completed. Close waits for the transfer.
 func (c *Copier) ToDeviceAsync(ctx context.Context, dst cuda.DevicePtr, src []byte) *Transfer {
-	return c.start(ctx, op{HostToDevice, dst, src})
+	return c.startAsync(ctx, op{HostToDevice, dst, src})
 }
 
 // FromDeviceAsync starts FromDevice on another goroutine and returns at
 // once. dst holds the bytes once Wait has returned nil; it must not be
 // read or written before.
 func (c *Copier) FromDeviceAsync(ctx context.Context, dst []byte, src cuda.DevicePtr) *Transfer {
-	return c.start(ctx, op{DeviceToHost, src, dst})
+	return c.startAsync(ctx, op{DeviceToHost, src, dst})
 }
 
-func (c *Copier) start(ctx context.Context, o op) *Transfer {
+func (c *Copier) startAsync(ctx context.Context, o op) *Transfer {
 	t := &Transfer{dir: o.dir, n: len(o.host), done: make(chan struct{})}
 	if err := c.begin(); err != nil {
 		t.err = err
@@ -389,8 +389,8 @@ func memoRange(b []byte) (lo, hi int64) {
 	return lo, lo + int64(len(b))
 }
 
-// has reports whether b lies inside a range remembered as not page-locked.
-func (m *pageableMemo) has(b []byte) bool {
+// covers reports whether b lies inside a range remembered as not page-locked.
+func (m *pageableMemo) covers(b []byte) bool {
 	es := m.entries.Load()
 	if es == nil {
 		return false
@@ -405,9 +405,9 @@ func (m *pageableMemo) has(b []byte) bool {
 	return false
 }
 
-// add remembers b as not page-locked, replacing an expired or the oldest
+// remember records b as not page-locked, replacing an expired or the oldest
 // entry when the memo is full.
-func (m *pageableMemo) add(b []byte) {
+func (m *pageableMemo) remember(b []byte) {
 	lo, hi := memoRange(b)
 	now := int64(time.Since(epoch))
 	e := memoEntry{lo, hi, now + int64(pageableFor)}

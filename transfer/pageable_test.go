@@ -14,10 +14,10 @@ import (
 func TestPageableMemo(t *testing.T) {
 	var m pageableMemo
 	mem := make([]byte, 64<<10)
-	if m.has(mem) {
+	if m.covers(mem) {
 		t.Fatal("an empty memo has a range")
 	}
-	m.add(mem[4096:8192])
+	m.remember(mem[4096:8192])
 	for _, tc := range []struct {
 		b    []byte
 		want bool
@@ -28,7 +28,7 @@ func TestPageableMemo(t *testing.T) {
 		{mem[4096:8193], false},
 		{mem[0:100], false},
 	} {
-		if got := m.has(tc.b); got != tc.want {
+		if got := m.covers(tc.b); got != tc.want {
 			lo, hi := memoRange(tc.b)
 			t.Errorf("has [%#x, %#x) = %v, want %v", lo, hi, got, tc.want)
 		}
@@ -37,26 +37,26 @@ func TestPageableMemo(t *testing.T) {
 	lo, hi := memoRange(mem[:4096])
 	expired := []memoEntry{{lo, hi, int64(time.Since(epoch)) - 1}}
 	m.entries.Store(&expired)
-	if m.has(mem[:4096]) {
+	if m.covers(mem[:4096]) {
 		t.Error("an expired range is remembered")
 	}
-	m.add(mem[8192:12288])
+	m.remember(mem[8192:12288])
 	if es := *m.entries.Load(); len(es) != 1 {
 		t.Errorf("%d entries after adding to a memo of one expired entry, want 1", len(es))
 	}
 	// A range covering an older one replaces it.
-	m.add(mem[8192:16384])
-	if es := *m.entries.Load(); len(es) != 1 || !m.has(mem[8192:16384]) {
+	m.remember(mem[8192:16384])
+	if es := *m.entries.Load(); len(es) != 1 || !m.covers(mem[8192:16384]) {
 		t.Errorf("entries %v after a covering range", es)
 	}
 	// Full: the oldest go.
 	for i := range memoSize + 3 {
-		m.add(mem[i*1024 : i*1024+512])
+		m.remember(mem[i*1024 : i*1024+512])
 	}
 	if es := *m.entries.Load(); len(es) != memoSize {
 		t.Errorf("%d entries, want %d", len(es), memoSize)
 	}
-	if m.has(mem[0:512]) || !m.has(mem[(memoSize+2)*1024:(memoSize+2)*1024+512]) {
+	if m.covers(mem[0:512]) || !m.covers(mem[(memoSize+2)*1024:(memoSize+2)*1024+512]) {
 		t.Error("the memo kept the oldest range or lost the newest")
 	}
 }
@@ -140,12 +140,12 @@ func TestPageableMemoConcurrent(t *testing.T) {
 			for i := range 500 {
 				lo := ((g*500 + i) * 64) % (len(mem) - 4096)
 				b := mem[lo : lo+4096]
-				m.add(b)
-				if !m.has(b[100:200]) && len(*m.entries.Load()) < memoSize {
+				m.remember(b)
+				if !m.covers(b[100:200]) && len(*m.entries.Load()) < memoSize {
 					t.Errorf("a range just added is not found")
 					return
 				}
-				m.has(mem[:100])
+				m.covers(mem[:100])
 			}
 		})
 	}

@@ -113,7 +113,7 @@ func traceTransfers(b *testing.B, c *Copier, tr *trace, d Direction, dev cuda.De
 			tr.reset()
 			t0 := time.Now()
 			var err error
-			rtrace.WithRegion(ctx, "transfer", func() { err = c.run(ctx, op{d, dev, mem}, false) })
+			rtrace.WithRegion(ctx, "transfer", func() { err = c.transfer(ctx, op{d, dev, mem}, false) })
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -155,7 +155,7 @@ func TestTracedDevice(t *testing.T) {
 			if dir == DeviceToHost {
 				host = back
 			}
-			if err := e.c.run(context.Background(), op{dir, dev, host}, false); err != nil {
+			if err := e.c.transfer(context.Background(), op{dir, dev, host}, false); err != nil {
 				t.Fatal(err)
 			}
 			s := tr.summary(time.Since(t0))
