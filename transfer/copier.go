@@ -40,14 +40,13 @@ type Copier struct {
 	h2d, d2h []stream
 	rr       [2]atomic.Uint32 // round robin over each direction's streams
 
-	wins     [2]*window        // per direction (window.go)
-	held     heldSlots         // the slots held in both windows
-	lanes    [2]*standingLanes // per direction (lanes.go)
-	issuing  [2]issueLock      // per direction: the staged lanes' driver calls
-	events   events
-	regs     registry
-	pageable pageableMemo // host ranges recently found not page-locked
-	stats    counters
+	wins    [2]*window        // per direction (window.go)
+	held    heldSlots         // the slots held in both windows
+	lanes   [2]*standingLanes // per direction (lanes.go)
+	issuing [2]issueLock      // per direction: the staged lanes' driver calls
+	events  events
+	regs    registry
+	stats   counters
 
 	mu       sync.RWMutex // closed, and Add on inflight
 	closed   bool

@@ -22,9 +22,7 @@
 //     pool buffer (ToDeviceBuffer, or any slice cuda.IsPinned accepts), goes
 //     as one asynchronous copy with no staging: the ceiling. Keep data that
 //     moves often in pool buffers. (The driver is asked about memory that
-//     no registration covers; a range of staged size it calls pageable is
-//     remembered as such for a second, so memory that other code pins
-//     meanwhile is staged, correctly, until then.)
+//     no registration covers, at every copy.)
 //   - Direct (PathDirect): pageable memory below Options.DirectBelow goes
 //     through the driver's synchronous copy, which stages it itself: for
 //     small copies the fixed costs dominate every path.
