@@ -91,9 +91,9 @@ func BenchmarkStagedTrace(b *testing.B) {
 	}
 }
 
-// traceGapFlag is a pause before each warm transfer of BenchmarkStagedTrace:
-// device to host, a transfer that follows another within 100 µs was
-// slower than one after 0.5 ms or more (docs/results/2026-12-01-tails.md).
+// traceGapFlag is a pause before each warm transfer of BenchmarkStagedTrace,
+// to compare a download that follows another at once with one that comes
+// later.
 var traceGapFlag = flag.Duration("transfer.tracegap", 0, "BenchmarkStagedTrace: busy-wait this long before each warm transfer")
 
 // traceTransfers is one leaf of BenchmarkStagedTrace.
