@@ -129,11 +129,19 @@ func TestBothWaysOwnLanes(t *testing.T) {
 	back := make([]byte, n)
 	for i := range 3 {
 		before := e.c.stats.lanes.Load()
-		if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
+		if i > 0 { // the first transfer wakes the lanes
+			// Hold the copies until every lane has joined: the transfer
+			// cannot end before them, however they are scheduled.
+			hold := func() { spinUntil(func() bool { return e.c.stats.lanes.Load()-before >= lanes }, -1) }
+			e.d.hold.Store(&hold)
+		}
+		err := e.c.FromDevice(context.Background(), back, dev)
+		e.d.hold.Store(nil)
+		if err != nil {
 			t.Fatal(err)
 		}
 		sameBytes(t, "back", back, want)
-		if i > 0 { // the first transfer wakes the lanes
+		if i > 0 {
 			if got := e.c.stats.lanes.Load() - before; got != lanes {
 				t.Errorf("transfer %d: %d lanes ran beside a host-to-device transfer, want %d", i, got, lanes)
 			}

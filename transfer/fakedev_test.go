@@ -37,6 +37,9 @@ type fakeDevice struct {
 	regs    []fakeSpan // registered memory: pinned, one span per register call
 
 	latency atomic.Int64 // per asynchronous operation, in nanoseconds
+	// hold, when set, runs before each asynchronous operation: a test
+	// holds the DMA until what it waits for has happened.
+	hold atomic.Pointer[func()]
 	// gate, when set before a stream is made, holds every asynchronous
 	// copy of that stream until it is closed.
 	gate chan struct{}
@@ -302,6 +305,9 @@ func (s *fakeStream) push(f func()) error {
 func (s *fakeStream) sleep() {
 	if s.gate != nil {
 		<-s.gate
+	}
+	if h := s.d.hold.Load(); h != nil {
+		(*h)()
 	}
 	if l := s.d.latency.Load(); l > 0 {
 		time.Sleep(time.Duration(l))

@@ -11,8 +11,10 @@ import (
 
 // TestLanesJoin checks that the standing lanes join a staged transfer: with
 // lanes spinning, every one of Lanes lanes runs the next transfer, and
-// with spinning off at least one other than the caller wakes up and joins
-// a long transfer.
+// with spinning off at least one other than the caller wakes up and joins.
+// The device holds the transfer's copies until the lanes wanted have
+// joined, so that the transfer cannot end before them however the lanes
+// are scheduled.
 func TestLanesJoin(t *testing.T) {
 	for _, tc := range []struct {
 		spin     time.Duration
@@ -22,16 +24,22 @@ func TestLanesJoin(t *testing.T) {
 		{-1, 2},
 	} {
 		e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Lanes: 4, DirectBelow: -1, LaneSpin: tc.spin})
-		e.d.latency.Store(int64(200 * time.Microsecond))
 		const n = 64 * testChunk
 		src := randomBytes(n, 5)
 		dev := e.d.alloc(n)
 		for i := range 3 {
 			before := e.c.stats.lanes.Load()
+			if i > 0 { // the first transfer wakes the lanes
+				hold := func() {
+					spinUntil(func() bool { return e.c.stats.lanes.Load()-before >= tc.minLanes }, -1)
+				}
+				e.d.hold.Store(&hold)
+			}
 			if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
 				t.Fatal(err)
 			}
-			if i > 0 { // the first transfer wakes the lanes
+			e.d.hold.Store(nil)
+			if i > 0 {
 				if got := e.c.stats.lanes.Load() - before; got < tc.minLanes || got > 4 {
 					t.Errorf("LaneSpin %v, transfer %d: %d lanes ran, want %d to 4", tc.spin, i, got, tc.minLanes)
 				}

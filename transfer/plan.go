@@ -7,7 +7,13 @@ package transfer
 // the tuning; nothing later changes the mode, the chunk size or the number
 // of lanes.
 
-// mode is how the lanes of a staged transfer share its work.
+// mode is how the lanes of a staged transfer share its work. The package
+// keeps two, each for the sizes where it wins by far more than the margin
+// a second mechanism needs: the cooperative mode for frames and other
+// transfers within the window (BenchmarkFrameStream, BenchmarkStagedSizes'
+// small sizes), the chunked one above it, where lanes that wait for each
+// other at every chunk cap the rate well below independent lanes
+// (BenchmarkStagedSizes, 64 MiB and up).
 type mode int
 
 const (
