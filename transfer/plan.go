@@ -82,24 +82,14 @@ type plan struct {
 
 // planStaging decides how a staged transfer of n > 0 bytes in direction
 // dir runs, when active transfers of the copier stage in that direction at
-// once (this one among them) and the direction's standing lanes are
-// asleep or not. Transfers the other way do not count: they have their
-// own lanes and window.
-//
-// Lanes: Options.Lanes, shared among the transfers staging at once (each
-// caller is a lane of its own, so more lanes per transfer only make the
-// lanes contend), but at least two. Mode: cooperative when the transfer
-// has two lanes or more and its staging fits in the direction's share of
-// the window (tuning.coopShare); then its chunks are coopChunk bytes
-// (ChunkSize if smaller), packed into as few staging buffers as hold them,
-// and every lane copies stripes of at least minStripe; host to device,
-// when the lanes are asleep, it asks for 1/coldShare of its lanes (two at
-// least); device to host, only when the lanes are awake does it issue its
-// copies before it offers itself to them and evict the staging it copied
-// out (plan.backToBack). Otherwise chunked, in chunks of
-// ChunkSize, or smaller ones (down to minChunk) when that is what gives
-// every lane a chunk. Device to host, a transfer that stages alone in its
-// direction copies its bytes out with streaming stores (see copyOut).
+// once (this one among them; the other direction has lanes and a window
+// of its own) and the direction's standing lanes are asleep or not.
+// Options.Lanes are shared among the transfers staging at once (each
+// caller is a lane of its own, so more lanes per transfer only make them
+// contend), two at least. The transfer runs cooperatively when it has two
+// lanes or more and its staging fits in the direction's share of the
+// window (tuning.coopShare), else chunked, in chunks of ChunkSize or
+// smaller ones (down to minChunk) when that gives every lane a chunk.
 func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
 	if active > 1 {
