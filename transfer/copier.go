@@ -40,7 +40,7 @@ type Copier struct {
 	h2d, d2h []stream
 	rr       [2]atomic.Uint32 // round robin over each direction's streams
 
-	wins    [2]*window        // per direction (window.go)
+	wins    [2]*window        // per direction (below)
 	held    heldSlots         // the slots held in both windows
 	lanes   [2]*standingLanes // per direction (lanes.go)
 	issuing [2]issueLock      // per direction: the staged lanes' driver calls

@@ -48,7 +48,7 @@ type chunkedRun struct {
 	issued    atomic.Int64 // bytes whose copy was queued
 	completed atomic.Int64 // chunks completed
 
-	// Device to host, the copy-outs shared among the lanes (share.go):
+	// Device to host, the copy-outs shared among the lanes (outShare):
 	// shares under shareMu (a leaf of the lock order), their number in
 	// nShares for the helpers to look at without the lock.
 	shareMu sync.Mutex
