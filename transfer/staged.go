@@ -305,6 +305,9 @@ func (r *chunkedRun) shareCopyOut(dst, src []byte) {
 	r.shares = append(r.shares, s)
 	r.shareMu.Unlock()
 	r.nShares.Add(1)
+	if testHookShare != nil {
+		testHookShare(s)
+	}
 	s.work()
 	// The helpers' last stripes: each is a short copy already under way.
 	spinUntil(func() bool { return s.done.Load() == s.stripes }, -1)
@@ -318,6 +321,11 @@ func (r *chunkedRun) shareCopyOut(dst, src []byte) {
 	}
 	r.shareMu.Unlock()
 }
+
+// testHookShare, when set (by a test, before the copier starts), runs in
+// a lane that has published a shared copy-out, before it copies any of it:
+// a test holds the lane there until a helper has claimed a stripe.
+var testHookShare func(s *outShare)
 
 // openShare returns a shared copy-out with stripes left to claim, or nil.
 func (r *chunkedRun) openShare() *outShare {
