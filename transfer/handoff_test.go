@@ -98,7 +98,7 @@ func handoffDownloads(t *testing.T, forced bool) {
 		t.Fatal("no download handed its staging off to a lane")
 	}
 	if n := settledStaging(e.c); n != 0 {
-		t.Fatalf("%d bytes of staging held 2 s after the downloads", n)
+		t.Fatalf("%d bytes of staging held 10 s after the downloads", n)
 	}
 	if err := e.c.Close(); err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestHandoffCancel(t *testing.T) {
 	}
 	t.Logf("%d of 300 cancelled, %d handed off", cancelled, e.c.stats.handedOff.Load())
 	if n := settledStaging(e.c); n != 0 {
-		t.Fatalf("%d bytes of staging held 2 s after the downloads", n)
+		t.Fatalf("%d bytes of staging held 10 s after the downloads", n)
 	}
 }
 
