@@ -25,7 +25,6 @@ type CopierStats interface {
 //	pinpool_transfer_staging_bytes                    staging memory held now
 //	pinpool_transfer_staging_peak_bytes               the most held at once
 //	pinpool_transfer_staging_window_bytes             the window's bound
-//	pinpool_transfer_batch_fallbacks_total            batches of chunks the driver refused
 //
 // direction is "H2D" or "D2H"; path is "direct", "staged", "pinned" or
 // "registered". rate(pinpool_transfer_bytes_total) over
@@ -76,8 +75,6 @@ func newCopierMetrics(c CopierStats, desc func(name, help string, variable ...st
 		func(s *transfer.Stats) float64 { return float64(s.PeakStaging) })
 	add(gauge, "transfer_staging_window_bytes", "The bound on staging memory per direction (Options.WindowBytes, whole chunks); transfers both ways at once may hold twice it.",
 		func(s *transfer.Stats) float64 { return float64(s.WindowBytes) })
-	add(counter, "transfer_batch_fallbacks_total", "Batches of staging chunks the driver refused and took copy by copy; from the first, chunks go out one by one.",
-		func(s *transfer.Stats) float64 { return float64(s.BatchFallbacks) })
 	add(counter, "transfer_failures_total", "Transfers that returned an error other than cancellation.",
 		func(s *transfer.Stats) float64 { return float64(s.Failed) })
 	add(counter, "transfer_canceled_total", "Transfers cut short by their context.",

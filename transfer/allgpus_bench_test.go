@@ -170,10 +170,10 @@ func BenchmarkAllGPUs(b *testing.B) {
 		}
 		for _, d := range []Direction{HostToDevice, DeviceToHost} {
 			staged := func(i int) error {
-				return cs[i].run(ctx, op{d, a.dev[i].Ptr(), a.host[i]}, false)
+				return cs[i].transfer(ctx, op{d, a.dev[i].Ptr(), a.host[i]}, false)
 			}
 			pinned := func(i int) error {
-				return cs[i].run(ctx, op{d, a.dev[i].Ptr(), a.pinned[i].Bytes()}, true)
+				return cs[i].transfer(ctx, op{d, a.dev[i].Ptr(), a.pinned[i].Bytes()}, true)
 			}
 			b.Run(fmt.Sprintf("size=%s/lanes=%d%s/devices=%d/%v", sizeName(size), w, cf.name, nd, d), func(b *testing.B) {
 				defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -100,7 +99,7 @@ func BenchmarkTransfer(b *testing.B) {
 	}
 	copier := func(c *Copier, host []byte) func(Direction, int) error {
 		return func(d Direction, n int) error {
-			return c.run(ctx, op{d, dev.Ptr(), host[:n]}, false)
+			return c.transfer(ctx, op{d, dev.Ptr(), host[:n]}, false)
 		}
 	}
 	paths := []struct {
@@ -186,7 +185,7 @@ func BenchmarkCrossover(b *testing.B) {
 					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 					b.SetBytes(int64(n))
 					for b.Loop() {
-						if err := c.c.run(ctx, op{d, dev.Ptr(), host[:n]}, false); err != nil {
+						if err := c.c.transfer(ctx, op{d, dev.Ptr(), host[:n]}, false); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -249,66 +248,9 @@ func reportMedian(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 }
 
-// BenchmarkHostCopy measures the host's memory copy bandwidth with k
-// goroutines, each copying its share of 256 MiB between two ordinary
-// slices: the ceiling of the staged path's CPU side. It needs no GPU.
-func BenchmarkHostCopy(b *testing.B) {
-	defer allCPUs()()
-	const n = 256 << 20
-	src, dst := randomBytes(n, 3), make([]byte, n)
-	copy(dst, src) // touch
-	for _, k := range []int{1, 2, 4, 8, 16} {
-		b.Run(fmt.Sprintf("goroutines=%d", k), func(b *testing.B) {
-			defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
-			b.SetBytes(n)
-			for b.Loop() {
-				done := make(chan struct{}, k)
-				part := n / k
-				for i := range k {
-					go func() {
-						copy(dst[i*part:(i+1)*part], src[i*part:(i+1)*part])
-						done <- struct{}{}
-					}()
-				}
-				for range k {
-					<-done
-				}
-			}
-			reportGBps(b, n)
-		})
-	}
-	// The same 256 MiB copied into a 16 MiB ring in 256 KiB parts (below
-	// the runtime's 1 MiB non-temporal threshold), as staging with a small
-	// window does: the destination stays in the last-level cache.
-	const ring, part = 16 << 20, 256 << 10
-	dstRing := dst[:ring]
-	for _, k := range []int{1, 8, 16} {
-		b.Run(fmt.Sprintf("ring=16MiB/goroutines=%d", k), func(b *testing.B) {
-			defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
-			b.SetBytes(n)
-			for b.Loop() {
-				var wg sync.WaitGroup
-				for i := range k {
-					wg.Go(func() {
-						for off := i * part; off < n; off += k * part {
-							r := off % ring
-							copy(dstRing[r:r+part], src[off:off+part])
-						}
-					})
-				}
-				wg.Wait()
-			}
-			reportGBps(b, n)
-		})
-	}
-}
-
 // BenchmarkStagedTuning sweeps the staged path's lanes, chunk size and
-// window on 64 MiB and 256 MiB, to find what limits it (see
-// BenchmarkHostCopy). Small windows keep the staging buffers in the
-// last-level cache. (The staging stores, and a ramp of quarter chunks at
-// both ends of a transfer, were compared here and decided: see
-// docs/results/2026-11-30-transfers-at-scale.md.)
+// window on 64 MiB and 256 MiB, to find what limits it. Small windows
+// keep the staging buffers in the last-level cache.
 func BenchmarkStagedTuning(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})
@@ -330,7 +272,7 @@ func BenchmarkStagedTuning(b *testing.B) {
 					defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 					b.SetBytes(int64(n))
 					for b.Loop() {
-						if err := c.run(ctx, op{d, dev.Ptr(), host[:n]}, false); err != nil {
+						if err := c.transfer(ctx, op{d, dev.Ptr(), host[:n]}, false); err != nil {
 							b.Fatal(err)
 						}
 					}

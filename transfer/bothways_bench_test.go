@@ -16,7 +16,7 @@ import (
 // defaults, and through a copier per direction; beside them, in the same
 // process, each direction alone and the pinned copy both ways (the link's
 // ceiling). Each direction of a copier has standing lanes and a window of
-// its own (window.go), so that one copier moves both ways as fast as two.
+// its own, so that one copier moves both ways as fast as two.
 func BenchmarkBothWays(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -61,7 +62,8 @@ func TestBothWaysOwnWindow(t *testing.T) {
 
 // TestBothWaysPeakStaging runs transfers both ways at once over a slow
 // device: every byte arrives, and the staging held at once, counted over
-// both windows, exceeds one window but never two.
+// both windows, exceeds one window (the device holds the first round's
+// copies until it does) but never two.
 func TestBothWaysPeakStaging(t *testing.T) {
 	const slots = 4
 	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: slots * testChunk, Lanes: 2, DirectBelow: -1})
@@ -73,11 +75,26 @@ func TestBothWaysPeakStaging(t *testing.T) {
 	if err := e.c.ToDevice(context.Background(), devOut, want); err != nil {
 		t.Fatal(err)
 	}
+	// In the first round the device holds the copies until the two
+	// directions hold more than one window between them, so that the
+	// transfers overlap however they are scheduled.
+	var overlapped atomic.Bool
+	hold := func() {
+		spinUntil(func() bool {
+			if e.c.held.now.Load() > slots {
+				overlapped.Store(true)
+			}
+			return overlapped.Load()
+		}, -1)
+	}
+	e.d.hold.Store(&hold)
 	for range 3 {
 		var wg sync.WaitGroup
 		var errOut error
 		wg.Go(func() { errOut = e.c.FromDevice(context.Background(), back, devOut) })
-		if err := e.c.ToDevice(context.Background(), devIn, src); err != nil {
+		err := e.c.ToDevice(context.Background(), devIn, src)
+		e.d.hold.Store(nil)
+		if err != nil {
 			t.Fatal(err)
 		}
 		wg.Wait()
@@ -129,11 +146,19 @@ func TestBothWaysOwnLanes(t *testing.T) {
 	back := make([]byte, n)
 	for i := range 3 {
 		before := e.c.stats.lanes.Load()
-		if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
+		if i > 0 { // the first transfer wakes the lanes
+			// Hold the copies until every lane has joined: the transfer
+			// cannot end before them, however they are scheduled.
+			hold := func() { spinUntil(func() bool { return e.c.stats.lanes.Load()-before >= lanes }, -1) }
+			e.d.hold.Store(&hold)
+		}
+		err := e.c.FromDevice(context.Background(), back, dev)
+		e.d.hold.Store(nil)
+		if err != nil {
 			t.Fatal(err)
 		}
 		sameBytes(t, "back", back, want)
-		if i > 0 { // the first transfer wakes the lanes
+		if i > 0 {
 			if got := e.c.stats.lanes.Load() - before; got != lanes {
 				t.Errorf("transfer %d: %d lanes ran beside a host-to-device transfer, want %d", i, got, lanes)
 			}

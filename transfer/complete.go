@@ -7,44 +7,8 @@ import (
 // Step 5 of a transfer: complete. A copy is complete when the event issued
 // after it has completed: only then may its staging buffer go back to the
 // pool and its window slot to the window, and only then are device-to-host
-// bytes in the staging buffer to copy out.
-
-// complete completes one chunk of a chunked transfer: it waits for the
-// chunk's copy, copies it out to the destination (device to host), and
-// gives back its staging buffer and window slot. A chunk whose copy failed
-// stops the transfer, and its buffer is retired.
-func (r *chunkedRun) complete(f inFlight) {
-	c, o := r.c, r.o
-	defer c.wins[o.dir].release()
-	if err := c.wait(f.t); err != nil {
-		ran := f.t.err == nil // else the issue failed and err is its error
-		if ran {
-			err = copyErr(o.dir, PathStaged, f.off, f.n, err)
-		}
-		if ran || f.t.unsure {
-			f.buf.ReleaseAfter(failedFence{err})
-		} else {
-			f.buf.Release() // the copy never ran
-		}
-		r.fail(err) // before the slot is free for the other lanes
-		return
-	}
-	if o.dir == DeviceToHost {
-		// The staging buffer stays cached: the next copy into it comes a
-		// window later. (Evicting it, as the cooperative mode does, made
-		// large copies slower.)
-		dst, src := o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n]
-		if r.p.lanes > 1 && r.next.Load() >= int64(r.p.chunks) {
-			// Every chunk is claimed: lanes are running out of work.
-			// (Before that, every lane has chunks of its own to copy.)
-			r.shareCopyOut(dst, src)
-		} else {
-			copyOut(dst, src, r.p.streamOut)
-		}
-	}
-	f.buf.Release()
-	r.completed.Add(1)
-}
+// bytes in the staging buffer to copy out. (A chunked transfer's lanes
+// complete their chunks in staged.go, with chunkedRun.complete.)
 
 // waitAll waits for the events of a transfer's issued copies of pinned
 // memory, gives them back, and returns err joined with their failures.
@@ -65,14 +29,39 @@ func (c *Copier) waitAll(o op, path Path, evs []event, err error) error {
 // host), which need not read the destination's lines first and were
 // faster for large transfers and streams of frames; with many transfers
 // staging device to host at once they were slower than cached stores, so
-// those copy out cached (docs/results/2026-12-01-paced-frames.md). A
+// those copy out cached (BenchmarkFrameStream with 10 goroutines). A
 // transfer host to device beside it does not count: copying out cached
-// beside one made transfers both ways at once slower
-// (docs/results/2026-12-01-both-ways.md).
+// beside one made transfers both ways at once slower (BenchmarkBothWays).
 func copyOut(dst, src []byte, stream bool) {
 	if stream {
 		streamBytes(dst, src)
 		return
 	}
 	copyBytes(dst, src, false)
+}
+
+// cachedStep is the largest single memmove of a cached copy. The Go
+// runtime's memmove on amd64 switches to non-temporal stores (which bypass
+// the caches) at 1 MiB; steps below that keep the destination in the
+// last-level cache.
+const cachedStep = 512 << 10
+
+// copyBytes copies src into dst (of equal length). cached keeps the
+// destination in the CPU caches, in steps below the runtime's threshold
+// for non-temporal stores; otherwise it is the runtime's copy (cached
+// below 1 MiB, streaming to memory from there), which suits a destination
+// that is not read soon. The cooperative mode writes its staging with
+// streamBytes instead, since the DMA reads memory that sits in the cores'
+// caches much slower (BenchmarkFrameStream); the chunked mode uses cached
+// copies, whose window stays in the last-level cache.
+func copyBytes(dst, src []byte, cached bool) {
+	if !cached {
+		copy(dst, src)
+		return
+	}
+	for len(src) > cachedStep {
+		copy(dst[:cachedStep], src[:cachedStep])
+		dst, src = dst[cachedStep:], src[cachedStep:]
+	}
+	copy(dst, src)
 }

@@ -25,7 +25,15 @@ import (
 // the last of the transfer's goroutines to finish evicts the caller's
 // stripes and gives the staging back (lastOut). An eviction takes about as
 // long as the copy-out; waiting for it had the caller wait for the last
-// chunk twice (docs/results/2026-12-01-staged-bound.md, section 5).
+// chunk twice (BenchmarkFrameStream, a downloaded frame).
+
+// testHookHandoff, when set (by a test, before the copier starts), runs
+// in a download that may hand off: on its caller before the caller's own
+// lane (caller true), and on each joined lane after its stripes, before it
+// counts itself out as an owner. A test makes the handoff happen whatever
+// the scheduling by holding the caller until a lane has joined and the
+// lanes until the caller has closed the transfer.
+var testHookHandoff func(r *coopRun, caller bool)
 
 // coopRun is the shared state of one cooperative transfer.
 type coopRun struct {
@@ -145,7 +153,11 @@ func (r *coopRun) run() {
 		}
 		r.landed.Store(int64(p.chunks) + 1) // wake any lane still waiting: done or failed
 	}
+	if p.handoff() && testHookHandoff != nil {
+		testHookHandoff(r, true)
+	}
 	r.laneOf(true)
+	c.lanes[o.dir].withdraw(r) // every stripe is claimed: no lane need join now
 	spin := c.lanes[o.dir].endSpinFor()
 	if p.handoff() && failed < 0 && r.handOff(spin) {
 		return
@@ -234,7 +246,7 @@ func (r *coopRun) settle(i int) error {
 func (r *coopRun) queue(i int) bool {
 	c, o := r.c, r.o
 	lo, hi := r.p.chunkRange(i)
-	ev, err := c.issue(c.stream(o.dir), o, PathStaged, lo, r.staging(i, lo, hi))
+	ev, _, err := c.issue(c.stream(o.dir), o, PathStaged, lo, r.staging(i, lo, hi))
 	if err != nil {
 		r.fail(err)
 		return false
@@ -310,6 +322,9 @@ func (r *coopRun) join() {
 	}
 	r.laneOf(false)
 	r.exit()
+	if testHookHandoff != nil {
+		testHookHandoff(r, false)
+	}
 	if r.owners.Add(-1) == 0 {
 		r.c.stats.handedOff.Add(1)
 		r.lastOut()

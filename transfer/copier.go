@@ -1,10 +1,12 @@
 package transfer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
@@ -16,20 +18,20 @@ import (
 // direction Lanes-1 standing lanes that join staged transfers. All
 // methods are safe for concurrent use; transfers from many goroutines share
 // the streams, and those in one direction share its window and lanes.
-//
-// Lock order. A goroutine that holds one of the package's locks takes
-// only locks further down this list, and waits for nothing while it holds
-// any of them except where noted:
-//
-//	Copier.mu (write: Close only)       guards closed; Close waits for inflight after releasing it
-//	issuing[d] (issueLock)              held around a chunk's driver calls and direction d's issue queue
-//	                                    by one goroutine at a time; under it: events.mu, runState.mu
-//	registry.mu                         held alone, never while copying
-//	runState.mu, events.mu, quickStreams.mu, chunkedRun.shareMu   leaves: nothing is taken under them
-//
-// The window and the pool are taken with no lock of the package held; a
-// lane that waits for either holds no lock.
 type Copier struct {
+	// The lock order. A goroutine that holds one of the package's locks
+	// takes only locks further down this list, and waits for nothing
+	// while it holds any of them except where noted:
+	//
+	//	mu (write: Close only)     guards closed; Close waits for inflight after releasing it
+	//	issuing[d] (issueLock)     held around a chunk's driver calls by one goroutine at a
+	//	                           time; under it: events.mu, runState.mu
+	//	regs.mu                    held alone, never while copying
+	//	runState.mu, events.mu, chunkedRun.shareMu   leaves: nothing is taken under them
+	//
+	// The window and the pool are taken with no lock of the package held;
+	// a lane that waits for either holds no lock.
+
 	pool *pinpool.Pool
 	dev  device
 	opt  Options
@@ -38,17 +40,13 @@ type Copier struct {
 	h2d, d2h []stream
 	rr       [2]atomic.Uint32 // round robin over each direction's streams
 
-	wins     [2]*window        // per direction (window.go)
-	held     heldSlots         // the slots held in both windows
-	lanes    [2]*standingLanes // per direction (lanes.go)
-	issuing  [2]issueLock      // per direction: the staged lanes' driver calls
-	queues   [2]issueQueue     // chunks parked for a batch (batch.go), under their direction's issuing
-	canBatch atomic.Bool       // the device queues batches of copies as one; cleared when it refuses one (batch.go)
-	events   events
-	quick    quickStreams
-	regs     registry
-	pageable pageableMemo // host ranges recently found not page-locked
-	stats    counters
+	wins    [2]*window        // per direction (below)
+	held    heldSlots         // the slots held in both windows
+	lanes   [2]*standingLanes // per direction (lanes.go)
+	issuing [2]issueLock      // per direction: the staged lanes' driver calls
+	events  events
+	regs    registry
+	stats   counters
 
 	mu       sync.RWMutex // closed, and Add on inflight
 	closed   bool
@@ -78,9 +76,8 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, 
 	if err != nil {
 		return nil, err
 	}
-	c := &Copier{pool: pool, dev: dev, opt: o, tune: t, events: events{dev: dev}, quick: quickStreams{dev: dev}}
+	c := &Copier{pool: pool, dev: dev, opt: o, tune: t, events: events{dev: dev}}
 	c.regs.chunk = int(o.RegisterChunk)
-	c.canBatch.Store(max(t.batchMax[0], t.batchMax[1]) > 1 && dev.canBatch())
 	streams := make([]stream, 0, o.Streams)
 	for range o.Streams {
 		s, err := dev.newStream()
@@ -168,10 +165,6 @@ func (c *Copier) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	c.closeQueues()
-	if err := c.quick.close(); err != nil {
-		errs = append(errs, err)
-	}
 	if err := c.events.close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -179,4 +172,78 @@ func (c *Copier) Close() error {
 		return fmt.Errorf("transfer: closing: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// window bounds the staging buffers held by a copier's transfers in one
+// direction: a counting semaphore of slots, one per staging buffer of
+// ChunkSize bytes. A slot is taken before a buffer is got from the pool
+// and given back only after the copy that used the buffer has completed,
+// so the pinned staging memory in flight in one direction never exceeds
+// slots*ChunkSize <= WindowBytes.
+//
+// Each direction has a window of its own, as it has standing lanes of its
+// own (Copier.lanes): the two directions run on separate copy engines,
+// and transfers both ways at once that shared one window and one set of
+// lanes moved far less than a copier per direction (BenchmarkBothWays).
+type window struct {
+	tokens chan struct{}
+	held   *heldSlots // shared by the copier's windows
+
+	waits     atomic.Uint64
+	waitNanos atomic.Int64
+}
+
+// heldSlots counts the slots held in a copier's windows together, now and
+// at most, for Stats.
+type heldSlots struct{ now, peak atomic.Int64 }
+
+func newWindow(slots int, held *heldSlots) *window {
+	return &window{tokens: make(chan struct{}, slots), held: held}
+}
+
+// acquire takes a slot, waiting while all are held until ctx is done.
+func (w *window) acquire(ctx context.Context) error {
+	select {
+	case w.tokens <- struct{}{}:
+	default:
+		w.waits.Add(1)
+		t0 := time.Now()
+		select {
+		case w.tokens <- struct{}{}:
+			w.waitNanos.Add(int64(time.Since(t0)))
+		case <-ctx.Done():
+			w.waitNanos.Add(int64(time.Since(t0)))
+			return ctx.Err()
+		}
+	}
+	w.taken()
+	return nil
+}
+
+// taken counts a slot just taken.
+func (w *window) taken() {
+	h := w.held.now.Add(1)
+	for {
+		p := w.held.peak.Load()
+		if h <= p || w.held.peak.CompareAndSwap(p, h) {
+			return
+		}
+	}
+}
+
+// tryAcquire takes a slot if one is free, without waiting.
+func (w *window) tryAcquire() bool {
+	select {
+	case w.tokens <- struct{}{}:
+	default:
+		return false
+	}
+	w.taken()
+	return true
+}
+
+// release gives a slot back.
+func (w *window) release() {
+	w.held.now.Add(-1)
+	<-w.tokens
 }

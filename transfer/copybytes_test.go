@@ -1,10 +1,8 @@
 package transfer
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 )
 
@@ -90,49 +88,4 @@ func TestEvictBytes(t *testing.T) {
 		sameBytes(t, fmt.Sprintf("after evicting [%d, %d)", r[0], r[1]), buf, want)
 	}
 	t.Logf("CLFLUSHOPT available: %v", evictAvailable())
-}
-
-// TestDemoteBytes demotes slices at every offset and length around a cache
-// line, empty ones among them: CLDEMOTE is a hint and must leave every byte
-// as it was (and must not fault on the lines around a slice).
-func TestDemoteBytes(t *testing.T) {
-	buf := randomBytes(3*4096, 17)
-	want := bytes.Clone(buf)
-	for off := range 130 {
-		for _, n := range []int{0, 1, 63, 64, 65, 127, 4096, 8191} {
-			demoteBytes(buf[off : off+n])
-		}
-	}
-	demoteBytes(nil)
-	sameBytes(t, "after demoting", buf, want)
-}
-
-// BenchmarkDemote times a cached copy of 2 MiB alone and followed by
-// demoting the destination (CLDEMOTE), in 8 goroutines at once as the
-// lanes do: on the H200 host the demotion added about 40% to the copy, which
-// is why a chunked transfer demotes only the chunks its lanes hold when
-// they have nothing else to do (docs/results/2026-12-01-tails.md).
-func BenchmarkDemote(b *testing.B) {
-	const n, k = 2 << 20, 8
-	src, dst := make([][]byte, k), make([][]byte, k)
-	for j := range k {
-		src[j], dst[j] = randomBytes(n, uint64(j)), make([]byte, n)
-	}
-	for _, demote := range []bool{false, true} {
-		b.Run(fmt.Sprintf("demote=%v", demote), func(b *testing.B) {
-			b.SetBytes(n * k)
-			for b.Loop() {
-				var wg sync.WaitGroup
-				for j := range k {
-					wg.Go(func() {
-						copyBytes(dst[j], src[j], true)
-						if demote {
-							demoteBytes(dst[j])
-						}
-					})
-				}
-				wg.Wait()
-			}
-		})
-	}
 }

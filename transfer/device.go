@@ -1,6 +1,8 @@
 package transfer
 
-import "github.com/pinpool/pinpool/cuda"
+import (
+	"github.com/pinpool/pinpool/cuda"
+)
 
 // device is what the engine needs from a GPU. The real implementation
 // (cudaDevice) wraps a *cuda.Context; tests use a simulated device, so that
@@ -23,9 +25,6 @@ type device interface {
 	// isPinned reports whether b is page-locked memory that asynchronous
 	// copies accept.
 	isPinned(b []byte) bool
-	// canBatch reports whether streams queue a batch of copies as one
-	// (copyBatchAsync) rather than one by one.
-	canBatch() bool
 }
 
 // stream is a device stream.
@@ -34,23 +33,12 @@ type stream interface {
 	copyHtoDAsync(dst cuda.DevicePtr, src []byte) error
 	// copyDtoHAsync queues a copy from src into pinned dst.
 	copyDtoHAsync(dst []byte, src cuda.DevicePtr) error
-	// copyBatchAsync queues the copies, in direction d between pinned host
-	// memory and the device, as one batch; they may run in any order. On
-	// failure some of them may have been queued.
-	copyBatchAsync(d Direction, copies []chunkCopy) error
 	// record marks the current end of the stream with e.
 	record(e event) error
 	// synchronize waits for all work queued on the stream.
 	synchronize() error
 	// destroy releases the stream; queued work still completes.
 	destroy() error
-}
-
-// chunkCopy is one copy of a batch: pinned host memory and the device
-// address on the other side.
-type chunkCopy struct {
-	dev  cuda.DevicePtr
-	host []byte
 }
 
 // event is a marker in a stream. Done makes it a pinpool.Fence.
@@ -68,3 +56,51 @@ type event interface {
 type hostReg interface {
 	Free() error
 }
+
+// cudaDevice is the device over a CUDA context: non-blocking streams,
+// events without timing, the cuda package's copies and registration.
+type cudaDevice struct{ c *cuda.Context }
+
+func (d cudaDevice) newStream() (stream, error) {
+	s, err := d.c.NewStream(cuda.StreamNonBlocking)
+	if err != nil {
+		return nil, err
+	}
+	return cudaStream{s}, nil
+}
+
+func (d cudaDevice) newEvent() (event, error) {
+	e, err := d.c.NewEvent(cuda.EventDisableTiming)
+	if err != nil {
+		return nil, err
+	}
+	return cudaEvent{e}, nil
+}
+
+func (d cudaDevice) copyHtoD(dst cuda.DevicePtr, src []byte) error { return d.c.CopyHtoD(dst, src) }
+
+func (d cudaDevice) copyDtoH(dst []byte, src cuda.DevicePtr) error { return d.c.CopyDtoH(dst, src) }
+
+func (d cudaDevice) register(b []byte) (hostReg, error) { return d.c.HostRegister(b, 0) }
+
+func (d cudaDevice) isPinned(b []byte) bool { return cuda.IsPinned(b) }
+
+type cudaStream struct{ s *cuda.Stream }
+
+func (s cudaStream) copyHtoDAsync(dst cuda.DevicePtr, src []byte) error {
+	return s.s.CopyHtoDAsync(dst, src)
+}
+
+func (s cudaStream) copyDtoHAsync(dst []byte, src cuda.DevicePtr) error {
+	return s.s.CopyDtoHAsync(dst, src)
+}
+
+func (s cudaStream) record(e event) error { return e.(cudaEvent).e.Record(s.s) }
+func (s cudaStream) synchronize() error   { return s.s.Synchronize() }
+func (s cudaStream) destroy() error       { return s.s.Destroy() }
+
+type cudaEvent struct{ e *cuda.Event }
+
+func (e cudaEvent) Done() (bool, error) { return e.e.Done() }
+func (e cudaEvent) synchronize() error  { return e.e.Synchronize() }
+func (e cudaEvent) destroy() error      { return e.e.Destroy() }

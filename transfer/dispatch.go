@@ -11,18 +11,33 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// Step 1 of a transfer: dispatch. The public copy methods build an op and
-// run it; execute splits its host memory into segments, each held by one
-// kind of memory, and sends each segment down its path: registered and
-// pinned segments as asynchronous copies (issue.go), pageable ones through
-// the driver's synchronous copy or staging (plan.go, staged.go).
-
-// op is one transfer: its direction, device address and host memory.
-type op struct {
-	dir  Direction
-	dev  cuda.DevicePtr
-	host []byte
-}
+// The reading order of the package is the order of a transfer's steps,
+// each in its own file, callers above what they call:
+//
+//  1. dispatch (this file): the public copy methods, the split of host
+//     memory into segments, and each segment's path; registered and
+//     pinned segments go as asynchronous copies (issue.go), pageable ones
+//     through the driver's synchronous copy or staging;
+//  2. plan (plan.go): how a staged segment runs: mode, chunk size, lanes;
+//  3. run (staged.go: the chunked mode and its shared copy-out; coop.go:
+//     the cooperative mode and the handoff; lanes.go: the standing lanes,
+//     the state a transfer's lanes share and the one busy wait);
+//  4. issue (issue.go): every asynchronous copy and the event after it;
+//  5. complete (complete.go): waiting for events, copying out, giving the
+//     staging back, and the CPU copies.
+//
+// Beneath them: the copier, its lock order and its staging windows
+// (copier.go), options, registrations and mapped memory (register.go),
+// the device (device.go), the shared vocabulary (types.go), errors and
+// statistics; streams and files (stream.go, file.go, pieces.go) run on
+// the same steps.
+//
+// One word per idea: a transfer is one call; a segment is a range of its
+// host memory held by one kind of memory; a chunk is the bytes of one
+// staged asynchronous copy; a staging buffer (one window slot) holds one
+// chunk, or several small ones; a stripe is the part of a cooperative
+// chunk (or of a shared copy-out) one lane copies at a time; a lane is a
+// goroutine working on a staged transfer.
 
 // ToDevice copies src to the device at dst and returns when the bytes are
 // there. Each part of src goes the way its memory allows (see Path):
@@ -34,14 +49,14 @@ type op struct {
 // and the error wraps ctx.Err(); part of dst may then have been written. A
 // nil ctx never ends.
 func (c *Copier) ToDevice(ctx context.Context, dst cuda.DevicePtr, src []byte) error {
-	return c.run(ctx, op{HostToDevice, dst, src}, false)
+	return c.transfer(ctx, op{HostToDevice, dst, src}, false)
 }
 
 // FromDevice copies len(dst) bytes from the device at src into dst and
 // returns when they are there. Paths and cancellation are those of
 // ToDevice; after an error or cancellation dst may be partly written.
 func (c *Copier) FromDevice(ctx context.Context, dst []byte, src cuda.DevicePtr) error {
-	return c.run(ctx, op{DeviceToHost, src, dst}, false)
+	return c.transfer(ctx, op{DeviceToHost, src, dst}, false)
 }
 
 // ToDeviceBuffer copies the bytes of a live pool buffer to the device at
@@ -52,7 +67,7 @@ func (c *Copier) ToDeviceBuffer(ctx context.Context, dst cuda.DevicePtr, buf pin
 	if err != nil {
 		return err
 	}
-	return c.run(ctx, op{HostToDevice, dst, b}, true)
+	return c.transfer(ctx, op{HostToDevice, dst, b}, true)
 }
 
 // FromDeviceBuffer copies buf.Len() bytes from the device at src into a
@@ -62,7 +77,7 @@ func (c *Copier) FromDeviceBuffer(ctx context.Context, buf pinpool.Buffer, src c
 	if err != nil {
 		return err
 	}
-	return c.run(ctx, op{DeviceToHost, src, b}, true)
+	return c.transfer(ctx, op{DeviceToHost, src, b}, true)
 }
 
 func bufferBytes(buf pinpool.Buffer) ([]byte, error) {
@@ -73,9 +88,9 @@ func bufferBytes(buf pinpool.Buffer) ([]byte, error) {
 	return b, nil
 }
 
-// run executes one transfer between begin and end, so that Close waits for
+// transfer executes one transfer between begin and end, so that Close waits for
 // it. pinned says the host memory is one pool buffer.
-func (c *Copier) run(ctx context.Context, o op, pinned bool) error {
+func (c *Copier) transfer(ctx context.Context, o op, pinned bool) error {
 	if err := c.begin(); err != nil {
 		return err
 	}
@@ -96,15 +111,6 @@ func (c *Copier) PathOf(b []byte) Path {
 	segs, regs := c.segments(small[:0], b, false, uses[:0])
 	defer regs.done()
 	return mainPath(segs)
-}
-
-// segment is a range [off, end) of a transfer's host memory held by one
-// kind of memory, with the path it takes. A registered or pinned segment
-// lies inside one registration or allocation, as an asynchronous copy
-// must.
-type segment struct {
-	off, end int
-	path     Path
 }
 
 // segments splits host memory b into segments, appended to segs, and
@@ -138,21 +144,12 @@ func (c *Copier) segments(segs []segment, b []byte, pinned bool, regs useList) (
 }
 
 // unregisteredPath is the path of memory b that no registration of the
-// copier covers. Memory of a staged size that was found not page-locked is
-// remembered as such for a while (pageableMemo).
+// copier covers: the driver is asked whether it is page-locked.
 func (c *Copier) unregisteredPath(b []byte) Path {
-	memo := c.opt.DirectBelow <= 0 || len(b) >= c.opt.DirectBelow
-	if memo && c.pageable.has(b) {
-		return PathStaged
-	}
 	if c.dev.isPinned(b) {
 		return PathPinned
 	}
-	p := c.pageablePath(b)
-	if memo && p == PathStaged {
-		c.pageable.add(b)
-	}
-	return p
+	return c.pageablePath(b)
 }
 
 // pageablePath is the path of memory b that is not page-locked as a
@@ -199,7 +196,7 @@ func (c *Copier) execute(ctx context.Context, o op, pinned bool) error {
 	segs, regs := c.segments(small[:0], o.host, pinned, uses[:0])
 	var err error
 	if len(segs) == 1 {
-		err = c.one(ctx, o, segs[0].path)
+		err = c.segment(ctx, o, segs[0].path)
 	} else {
 		err = c.mixed(ctx, o, segs)
 	}
@@ -216,8 +213,8 @@ func (c *Copier) execute(ctx context.Context, o op, pinned bool) error {
 	return err
 }
 
-// one copies o, whose host memory is one segment, by path.
-func (c *Copier) one(ctx context.Context, o op, path Path) error {
+// segment copies o, whose host memory is one segment, by path.
+func (c *Copier) segment(ctx context.Context, o op, path Path) error {
 	switch path {
 	case PathDirect:
 		var err error
@@ -233,12 +230,7 @@ func (c *Copier) one(ctx context.Context, o op, path Path) error {
 	case PathStaged:
 		return c.staged(ctx, o)
 	}
-	// A single page-locked range goes on a private stream when one is
-	// free: the lowest latency for small copies.
-	if s, ok := c.quick.get(); ok {
-		return c.quickCopy(s, o, path)
-	}
-	ev, err := c.issue(c.stream(o.dir), o, path, 0, o.host)
+	ev, _, err := c.issue(c.stream(o.dir), o, path, 0, o.host)
 	if err != nil {
 		return err
 	}
@@ -262,7 +254,7 @@ func (c *Copier) mixed(ctx context.Context, o op, segs []segment) error {
 			err = cancelErr(o, s.off, e)
 			break
 		}
-		ev, e := c.issue(c.stream(o.dir), o, s.path, s.off, o.host[s.off:s.end])
+		ev, _, e := c.issue(c.stream(o.dir), o, s.path, s.off, o.host[s.off:s.end])
 		if e != nil {
 			err = e
 			break
@@ -277,9 +269,76 @@ func (c *Copier) mixed(ctx context.Context, o op, segs []segment) error {
 			continue
 		}
 		sub := op{o.dir, o.dev + cuda.DevicePtr(s.off), o.host[s.off:s.end]}
-		if err = c.one(ctx, sub, s.path); err != nil {
+		if err = c.segment(ctx, sub, s.path); err != nil {
 			err = fmt.Errorf("transfer: %s of %d bytes, the %d at offset %d: %w", o.dir, len(o.host), s.end-s.off, s.off, err)
 		}
 	}
 	return c.waitAll(o, mainPath(segs), evs, err)
+}
+
+// Transfer is an asynchronous copy started by ToDeviceAsync or
+// FromDeviceAsync. It is a pinpool.Fence: a pool buffer whose bytes the
+// transfer reads or writes can be released with ReleaseAfter(transfer).
+type Transfer struct {
+	dir  Direction
+	n    int
+	done chan struct{}
+	err  error
+}
+
+// Wait blocks until the transfer has finished and returns its error: nil
+// when every byte is in place, an error wrapping ctx.Err() when it was
+// cancelled (no chunk is in flight any more then), or a copy error.
+func (t *Transfer) Wait() error {
+	<-t.done
+	return t.err
+}
+
+// Done reports, without blocking, whether the transfer has finished, with
+// its error once it has (so that a pool retires a buffer released after a
+// failed transfer instead of trusting it).
+func (t *Transfer) Done() (bool, error) {
+	select {
+	case <-t.done:
+		return true, t.err
+	default:
+		return false, nil
+	}
+}
+
+// Direction is the transfer's direction.
+func (t *Transfer) Direction() Direction { return t.dir }
+
+// Len is the number of bytes the transfer moves.
+func (t *Transfer) Len() int { return t.n }
+
+// ToDeviceAsync starts ToDevice on another goroutine and returns at once.
+// src must not be changed until the transfer has finished: staged chunks
+// are copied from it while the transfer runs. Cancelling ctx stops issuing
+// chunks; Wait then returns an error wrapping ctx.Err() once the chunks in
+// flight have completed. Close waits for the transfer.
+func (c *Copier) ToDeviceAsync(ctx context.Context, dst cuda.DevicePtr, src []byte) *Transfer {
+	return c.startAsync(ctx, op{HostToDevice, dst, src})
+}
+
+// FromDeviceAsync starts FromDevice on another goroutine and returns at
+// once. dst holds the bytes once Wait has returned nil; it must not be
+// read or written before.
+func (c *Copier) FromDeviceAsync(ctx context.Context, dst []byte, src cuda.DevicePtr) *Transfer {
+	return c.startAsync(ctx, op{DeviceToHost, src, dst})
+}
+
+func (c *Copier) startAsync(ctx context.Context, o op) *Transfer {
+	t := &Transfer{dir: o.dir, n: len(o.host), done: make(chan struct{})}
+	if err := c.begin(); err != nil {
+		t.err = err
+		close(t.done)
+		return t
+	}
+	go func() {
+		defer c.end()
+		t.err = c.execute(ctx, o, false)
+		close(t.done)
+	}()
+	return t
 }

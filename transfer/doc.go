@@ -22,69 +22,34 @@
 //     pool buffer (ToDeviceBuffer, or any slice cuda.IsPinned accepts), goes
 //     as one asynchronous copy with no staging: the ceiling. Keep data that
 //     moves often in pool buffers. (The driver is asked about memory that
-//     no registration covers; a range of staged size it calls pageable is
-//     remembered as such for a second, so memory that other code pins
-//     meanwhile is staged, correctly, until then.)
+//     no registration covers, at every copy.)
 //   - Direct (PathDirect): pageable memory below Options.DirectBelow goes
 //     through the driver's synchronous copy, which stages it itself: for
 //     small copies the fixed costs dominate every path.
 //   - Staged (PathStaged): larger pageable memory goes through pinned
 //     staging buffers from the pool, within a window of
 //     Options.WindowBytes per direction, so that little memory is locked
-//     at once. Up to Options.Lanes lanes work on a staged transfer: the
-//     calling goroutine and standing lanes of the copier, which has a set
-//     of them per direction, as it has a window per direction: the two
+//     at once. Up to Options.Lanes goroutines work on a staged transfer:
+//     the calling goroutine and standing lanes of the copier, which has a
+//     set of them per direction, as it has a window per direction: the two
 //     directions run on separate copy engines, and one way's transfers
-//     neither wait for the other's staging nor take its lanes. A small
-//     transfer runs cooperatively (every lane copies stripes of every
-//     chunk, and one goroutine at a time calls the driver); a large one
-//     runs chunked (each lane takes whole chunks through staging on its
-//     own). One function, planStaging, decides which, and the sizes.
+//     neither wait for the other's staging nor take its lanes. A transfer
+//     that fits in a share of the window is cut into small chunks whose
+//     CPU copies all lanes share, so that its first DMA starts early and
+//     its last ends soon after the last CPU copy; a larger one gives each
+//     lane whole chunks to take through staging on its own.
 //
 // The path of most bytes of a copy is reported by Copier.PathOf and
 // counted, per direction, in Copier.Stats, with the bytes, the time, the
 // staging waits and the achieved bandwidth.
 //
-// The defaults of Options were chosen by measurement on a PCIe Gen5 host;
-// the figures, the benchmarks of this package that re-measure them
-// (BenchmarkStagedSizes, BenchmarkFrameStream, BenchmarkPacedFrames,
-// BenchmarkTransfer), and the CPU time that staging costs beside the
-// driver's own copy are in docs/results/2026-12-01-paced-frames.md,
-// docs/results/2026-12-01-paced-round-trips.md (downloads and round trips),
-// docs/results/2026-12-01-staged-bound.md (the bound of a staged copy on
-// that host, and downloads back to back),
-// docs/results/2026-12-01-transfer-shape.md and
-// docs/results/2026-11-30-transfers-at-scale.md.
-//
-// # Reading the package
-//
-// A transfer goes through five steps, each in its own file:
-//
-//  1. dispatch (dispatch.go): the public copy methods, the split of host
-//     memory into segments, and each segment's path;
-//  2. plan (plan.go): how a staged segment runs: mode, chunk size, lanes;
-//  3. run (staged.go, coop.go): the lanes of the chunked and the
-//     cooperative mode;
-//  4. issue (issue.go): every asynchronous copy and the event after it;
-//     host to device, a chunked transfer's chunks go out in pairs, one
-//     driver batch each, when the stream has work queued, and one by one
-//     from the first batch a driver refuses (batch.go);
-//  5. complete (complete.go): waiting for events, copying out, giving the
-//     staging back; device to host, the lanes share the copy-out of a
-//     chunked transfer's last chunks (share.go).
-//
-// Beside them: the standing lanes, the state a transfer's lanes share and
-// the one busy wait (lanes.go), the window of staging slots (window.go),
-// the events and private streams recycled (events.go, quick.go),
-// registrations (register.go), the copier itself and its lock order
-// (copier.go), and the low-level copies (copybytes.go, ntcopy_*.go).
-//
-// One word per idea: a transfer is one call; a segment is a range of its
-// host memory held by one kind of memory; a chunk is the bytes of one
-// staged asynchronous copy; a staging buffer (one window slot) holds one
-// chunk, or several small ones; a stripe is the part of a cooperative
-// chunk (or of a shared copy-out) one lane copies at a time; a lane is a
-// goroutine working on a staged transfer.
+// The defaults of Options were chosen by measurement on a PCIe Gen5 host.
+// The benchmarks of this package re-measure them on the machine at hand
+// beside the driver's own copy of the same memory: BenchmarkTransfer
+// (sizes, both ways), BenchmarkStagedSizes, BenchmarkFrameStream (a
+// 1080p frame from 1 and 10 goroutines), BenchmarkPacedFrames (a paced
+// stream, with the CPU time per frame), BenchmarkBothWays and
+// BenchmarkAfterPause.
 //
 // # Mapped zero-copy
 //

@@ -37,6 +37,9 @@ type fakeDevice struct {
 	regs    []fakeSpan // registered memory: pinned, one span per register call
 
 	latency atomic.Int64 // per asynchronous operation, in nanoseconds
+	// hold, when set, runs before each asynchronous operation: a test
+	// holds the DMA until what it waits for has happened.
+	hold atomic.Pointer[func()]
 	// gate, when set before a stream is made, holds every asynchronous
 	// copy of that stream until it is closed.
 	gate chan struct{}
@@ -45,19 +48,10 @@ type fakeDevice struct {
 	failEnqueue  func(d Direction, n int) error
 	failExec     func(d Direction, n int) error
 	failRegister func(b []byte) error
-	// noBatch makes canBatch false, as for a driver older than CUDA 12.8.
-	noBatch bool
-	// refuseBatch, when set, is returned by copyBatchAsync after it has
-	// queued the first refuseAfter copies of the batch, as by a driver
-	// that has batch copies and refuses them.
-	refuseBatch error
-	refuseAfter int
 
 	streams, events atomic.Int64 // live
 	syncCopies      atomic.Int64
 	asyncCopies     atomic.Int64
-	batches         atomic.Int64 // copyBatchAsync calls
-	batchFails      atomic.Int64 // of them, calls that failed after queueing a copy
 	inflight        atomic.Int64
 	maxInflight     atomic.Int64
 	maxAsyncLen     atomic.Int64
@@ -242,8 +236,6 @@ func (d *fakeDevice) register(b []byte) (hostReg, error) {
 	return &fakeReg{d: d, s: s}, nil
 }
 
-func (d *fakeDevice) canBatch() bool { return !d.noBatch }
-
 func (d *fakeDevice) isPinned(b []byte) bool {
 	d.pinnedAsks.Add(1)
 	if len(b) == 0 {
@@ -314,6 +306,9 @@ func (s *fakeStream) sleep() {
 	if s.gate != nil {
 		<-s.gate
 	}
+	if h := s.d.hold.Load(); h != nil {
+		(*h)()
+	}
 	if l := s.d.latency.Load(); l > 0 {
 		time.Sleep(time.Duration(l))
 	}
@@ -325,27 +320,6 @@ func (s *fakeStream) copyHtoDAsync(dst cuda.DevicePtr, src []byte) error {
 
 func (s *fakeStream) copyDtoHAsync(dst []byte, src cuda.DevicePtr) error {
 	return s.async(DeviceToHost, src, dst)
-}
-
-// copyBatchAsync queues the copies one by one, as the driver may run
-// them; an injected enqueue failure leaves the ones before it queued.
-func (s *fakeStream) copyBatchAsync(d Direction, copies []chunkCopy) error {
-	if len(copies) == 0 {
-		return cuda.ErrInvalidValue
-	}
-	s.d.batches.Add(1)
-	for i, x := range copies {
-		if s.d.refuseBatch != nil && i == s.d.refuseAfter {
-			return s.d.refuseBatch
-		}
-		if err := s.async(d, x.dev, x.host); err != nil {
-			if i > 0 {
-				s.d.batchFails.Add(1)
-			}
-			return err
-		}
-	}
-	return nil
 }
 
 func (s *fakeStream) async(dir Direction, dev cuda.DevicePtr, host []byte) error {

@@ -2,22 +2,12 @@ package transfer
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 )
 
 // frameBytes is one 1080p NV12 frame of the seed article (1920×1080, 12
 // bits a pixel): 3,110,400 bytes.
 const frameBytes = 1920 * 1080 * 3 / 2
-
-// sizeLabel is sizeName, with sizes that are not whole KiB in bytes (the
-// frame size).
-func sizeLabel(n int) string {
-	if n%1024 != 0 {
-		return fmt.Sprintf("%dB", n)
-	}
-	return sizeName(n)
-}
 
 // namedCopier is a copier that BenchmarkStagedSizes compares, at sizes
 // up to upTo (0: every size), in direction only (both when bothWays).
@@ -37,12 +27,9 @@ func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
 	opt := Options{DirectBelow: -1, Prewarm: true}
 	allLanes := defaultTuning()
 	allLanes.coldShare = 0
-	batchOff := defaultTuning()
-	batchOff.batchMax = [2]int{}
 	return []namedCopier{
 		{name: "plan=default", c: g.tunedCopier(b, opt, defaultTuning()), bothWays: true},
 		{name: "plan=all-lanes-asleep", c: g.tunedCopier(b, opt, allLanes), upTo: 32 << 20, only: HostToDevice},
-		{name: "plan=batch-off", c: g.tunedCopier(b, opt, batchOff), only: HostToDevice},
 	}
 }
 

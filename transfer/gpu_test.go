@@ -96,34 +96,6 @@ func (g *gpu) devMem(tb testing.TB, n int) *cuda.DeviceMem {
 	return d
 }
 
-// pinnedMem returns n bytes of a pool buffer (page-locked for the device),
-// released when tb ends.
-func (g *gpu) pinnedMem(tb testing.TB, n int) []byte {
-	tb.Helper()
-	buf, err := g.pool.Get(context.Background(), n)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { buf.Release() })
-	return buf.Bytes()[:n]
-}
-
-// timingEvents returns two events that time what is queued between them
-// (cuda.ElapsedTime), destroyed when tb ends.
-func (g *gpu) timingEvents(tb testing.TB) (start, end *cuda.Event) {
-	tb.Helper()
-	var evs [2]*cuda.Event
-	for i := range evs {
-		e, err := g.ctx.NewEvent(cuda.EventDefault)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { e.Destroy() })
-		evs[i] = e
-	}
-	return evs[0], evs[1]
-}
-
 // checkDevice compares the device bytes at p with want, by the checksum
 // kernel.
 func (g *gpu) checkDevice(tb testing.TB, what string, p cuda.DevicePtr, want []byte) {

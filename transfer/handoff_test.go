@@ -33,40 +33,72 @@ func newHandoffEnv(t *testing.T, latency time.Duration) *env {
 // TestHandoff checks the promise of a handoff: when a back-to-back
 // download returns, every byte is in place, although the lanes may still
 // hold its staging; they give it back soon after, and Close waits for
-// them. At least one of the downloads must have been handed off, or the
-// test proves nothing. On one processor the caller's spin often ends
-// before the lanes have copied out (they wait for the processor), and the
-// caller then waits for them as without the handoff: the same promises
-// hold.
+// them. Whether a download hands off depends on the scheduling (a lane must
+// join and still be at work when its caller is done), so the test runs
+// the downloads twice: as they come, where it asserts only the promises,
+// and forced (forceHandoff), where every download whose lanes were awake
+// must hand off, on any number of processors.
 func TestHandoff(t *testing.T) {
-	// A lane finishes after the caller only if both have a processor.
-	t.Run("processors=all", func(t *testing.T) { handoffDownloads(t, runtime.GOMAXPROCS(0) > 1) })
-	t.Run("processors=1", func(t *testing.T) {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-		handoffDownloads(t, false)
-	})
+	for _, procs := range []int{0, 1} {
+		for _, forced := range []bool{false, true} {
+			t.Run(fmt.Sprintf("processors=%d/forced=%v", procs, forced), func(t *testing.T) {
+				if procs > 0 {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				}
+				handoffDownloads(t, forced)
+			})
+		}
+	}
 }
 
-// handoffDownloads runs 300 back-to-back downloads for TestHandoff;
-// mustHandOff requires at least one handoff.
-func handoffDownloads(t *testing.T, mustHandOff bool) {
+// forceHandoff makes every download that may hand off do so, until the
+// test ends: its caller waits for a lane to join before it copies, the
+// caller spins on its stripes without a limit, and the lanes wait for the
+// caller to close the transfer before they count themselves out. Set it
+// before the copier is made.
+func forceHandoff(t *testing.T) {
+	saved := endSpin
+	endSpin = -1 // handOff spins until every stripe is copied out
+	testHookHandoff = func(r *coopRun, caller bool) {
+		if caller {
+			spinUntil(func() bool { return r.owners.Load() > 1 }, -1) // a lane joined (it may be done already)
+			return
+		}
+		spinUntil(func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.closed
+		}, -1)
+	}
+	t.Cleanup(func() { endSpin, testHookHandoff = saved, nil })
+}
+
+// handoffDownloads runs 300 back-to-back downloads for TestHandoff; forced
+// forces the handoff (forceHandoff) and requires it of every download but
+// the first, whose lanes are asleep.
+func handoffDownloads(t *testing.T, forced bool) {
+	if forced {
+		forceHandoff(t)
+	}
 	e := newHandoffEnv(t, 20*time.Microsecond)
 	ctx := context.Background()
 	dev, src := e.devHolding(handoffBytes, 41)
 	back := make([]byte, handoffBytes)
-	for i := range 300 {
+	const downloads = 300
+	for i := range downloads {
 		clear(back)
 		if err := e.c.FromDevice(ctx, back, dev); err != nil {
 			t.Fatalf("download %d: %v", i, err)
 		}
 		sameBytes(t, fmt.Sprintf("download %d, as it returned", i), back, src)
 	}
-	if mustHandOff && e.c.stats.handedOff.Load() == 0 {
+	handed := e.c.stats.handedOff.Load()
+	t.Logf("%d of %d downloads handed off", handed, downloads)
+	if forced && handed == 0 {
 		t.Fatal("no download handed its staging off to a lane")
 	}
-	t.Logf("%d of 300 downloads handed off", e.c.stats.handedOff.Load())
 	if n := settledStaging(e.c); n != 0 {
-		t.Fatalf("%d bytes of staging held 2 s after the downloads", n)
+		t.Fatalf("%d bytes of staging held 10 s after the downloads", n)
 	}
 	if err := e.c.Close(); err != nil {
 		t.Fatal(err)
@@ -147,7 +179,7 @@ func TestHandoffCancel(t *testing.T) {
 	}
 	t.Logf("%d of 300 cancelled, %d handed off", cancelled, e.c.stats.handedOff.Load())
 	if n := settledStaging(e.c); n != 0 {
-		t.Fatalf("%d bytes of staging held 2 s after the downloads", n)
+		t.Fatalf("%d bytes of staging held 10 s after the downloads", n)
 	}
 }
 

@@ -102,10 +102,11 @@ func (e *env) checkPool(noRetired bool) {
 }
 
 // settledStaging is the copier's staging in bytes once it holds none, or
-// after 2 s: a download that followed another closely may return before
-// its lanes have given its staging back (the handoff, coop.go).
+// after 10 s (a bound for a hang, not a timing): a download that followed
+// another closely may return before its lanes have given its staging back
+// (the handoff, coop.go).
 func settledStaging(c *Copier) int64 {
-	for deadline := time.Now().Add(2 * time.Second); ; {
+	for deadline := time.Now().Add(10 * time.Second); ; {
 		n := c.Stats().StagingBytes
 		if n == 0 || time.Now().After(deadline) {
 			return n

@@ -3,63 +3,44 @@ package transfer
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/pinpool/pinpool/cuda"
 )
 
 // Step 4 of a transfer: issue. Every asynchronous copy of the package is
-// queued with an event recorded after it that tells when its memory may be
-// reused: by issue below, or for the chunks of a chunked transfer by the
-// issue queue of batch.go, which may queue two of them as one batch.
+// queued by issue, with an event recorded after it that tells when its
+// memory may be reused.
 
 // issue queues the asynchronous copy of host (page-locked, inside one
 // allocation or registration) at offset off of the transfer on s, and
 // records an event after it. When recording fails, the copy may be queued
 // without a fence: issue then waits for the stream before returning, so
-// that the caller may reuse host.
-func (c *Copier) issue(s stream, o op, path Path, off int, host []byte) (event, error) {
+// that the caller may reuse host, unless that wait fails too (unsure: the
+// device may still use host, which must then never be reused). After a
+// failure the event is given back (the copy was refused) or destroyed.
+func (c *Copier) issue(s stream, o op, path Path, off int, host []byte) (_ event, unsure bool, _ error) {
 	ev, err := c.events.get()
 	if err != nil {
-		return nil, fmt.Errorf("transfer: creating an event: %w: %w", ErrCopy, err)
+		return nil, false, fmt.Errorf("transfer: creating an event: %w: %w", ErrCopy, err)
 	}
-	err, syncErr := c.queueAndRecord(s, ev, false, func() error {
-		return enqueueCopy(s, o.dir, o.dev+cuda.DevicePtr(off), host)
-	})
+	dev := o.dev + cuda.DevicePtr(off)
+	if o.dir == HostToDevice {
+		err = s.copyHtoDAsync(dev, host)
+	} else {
+		err = s.copyDtoHAsync(host, dev)
+	}
 	if err != nil {
-		return nil, errors.Join(copyErr(o.dir, path, off, len(host), err), syncErr)
-	}
-	return ev, nil
-}
-
-// enqueueCopy queues one asynchronous copy in direction d between the
-// pinned host memory host and the device address dev on s.
-func enqueueCopy(s stream, d Direction, dev cuda.DevicePtr, host []byte) error {
-	if d == HostToDevice {
-		return s.copyHtoDAsync(dev, host)
-	}
-	return s.copyDtoHAsync(host, dev)
-}
-
-// queueAndRecord runs enqueue, which queues copies on s, and records ev
-// after them. It returns enqueue's or record's error, and syncErr, the
-// error of waiting for s where copies may run with no event after them:
-// after a failed record, and after a failed enqueue that may have queued
-// part of its copies (partial). After a failure ev is given back (enqueue
-// failed) or destroyed (record failed).
-func (c *Copier) queueAndRecord(s stream, ev event, partial bool, enqueue func() error) (err, syncErr error) {
-	if err := enqueue(); err != nil {
 		c.events.put(ev)
-		if partial {
-			syncErr = s.synchronize()
-		}
-		return err, syncErr
+		return nil, false, copyErr(o.dir, path, off, len(host), err)
 	}
 	if err := s.record(ev); err != nil {
 		c.events.drop(ev)
-		return err, s.synchronize()
+		syncErr := s.synchronize()
+		return nil, syncErr != nil, errors.Join(copyErr(o.dir, path, off, len(host), err), syncErr)
 	}
-	return nil, nil
+	return ev, false, nil
 }
 
 // issueLock serialises the staged lanes' driver calls in one direction (a
@@ -68,7 +49,7 @@ func (c *Copier) queueAndRecord(s stream, ev event, partial bool, enqueue func()
 // when many threads make them at once; one caller at a time made
 // device-to-host staging faster. Each direction has its own, as it has its
 // own streams, window and lanes: transfers both ways at once
-// (docs/results/2026-12-01-both-ways.md). A lane waiting here yields its
+// (BenchmarkBothWays). A lane waiting here yields its
 // processor to other goroutines but keeps its thread awake, since a
 // sleeping thread would take longer to wake than the lock is held. In the
 // package's lock order (see Copier) it comes before events.mu and
@@ -88,3 +69,55 @@ func copyErr(d Direction, p Path, off, n int, err error) error {
 func cancelErr(o op, done int, err error) error {
 	return fmt.Errorf("transfer: %s cancelled after issuing %d of %d bytes: %w", o.dir, done, len(o.host), err)
 }
+
+// events recycles the copier's events: creating one is a driver call, and a
+// staged transfer records one per chunk.
+type events struct {
+	dev  device
+	mu   sync.Mutex // a leaf of the lock order (see Copier)
+	free []event
+}
+
+// get returns an idle event or makes one.
+func (p *events) get() (event, error) {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		e := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return e, nil
+	}
+	p.mu.Unlock()
+	return p.dev.newEvent()
+}
+
+// put gives back an event that has completed (or was never recorded).
+func (p *events) put(e event) {
+	p.mu.Lock()
+	p.free = append(p.free, e)
+	p.mu.Unlock()
+}
+
+// drop destroys an event whose state is unknown (after a failure).
+func (p *events) drop(e event) { e.destroy() }
+
+// close destroys every idle event.
+func (p *events) close() error {
+	p.mu.Lock()
+	free := p.free
+	p.free = nil
+	p.mu.Unlock()
+	var first error
+	for _, e := range free {
+		if err := e.destroy(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// failedFence reports an error, so that the pool retires the buffer: the
+// device's use of it is unknown.
+type failedFence struct{ err error }
+
+func (f failedFence) Done() (bool, error) { return true, f.err }

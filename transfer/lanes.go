@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,11 +26,10 @@ import (
 // for lanes busy with the other way nor splits its lanes with it, and the
 // gap rule below looks at one direction's transfers.
 type standingLanes struct {
-	// board holds the offers that spinning lanes take without a lock
-	// (offerBoard); jobs the ones it had no room for, and wake a token
-	// for each lane asleep that an offer on the board needs.
+	// board holds the offers that lanes take without a lock
+	// (offerBoard), and wake a token for each lane asleep that an offer
+	// needs.
 	board    offerBoard
-	jobs     chan job
 	wake     chan struct{}
 	sleeping atomic.Int32 // lanes asleep in next, or about to be
 	spin     time.Duration
@@ -91,7 +91,7 @@ type job interface{ join() }
 // newStandingLanes starts n lanes that spin for up to spin (none when it
 // is not positive) before they sleep.
 func newStandingLanes(n int, spin time.Duration) *standingLanes {
-	l := &standingLanes{jobs: make(chan job, max(n, 1)), wake: make(chan struct{}, max(n, 1)), spin: spin, quit: make(chan struct{})}
+	l := &standingLanes{board: newOfferBoard(n), wake: make(chan struct{}, max(n, 1)), spin: spin, quit: make(chan struct{})}
 	l.lastEnd.Store(math.MinInt64 / 2) // no transfer yet: an endless gap
 	l.lastGap.Store(math.MaxInt64)
 	for range n {
@@ -122,18 +122,7 @@ func (l *standingLanes) next() (j job, ok bool) {
 			ok = true
 			return true
 		}
-		// A look at the queue's length first: a receive takes the
-		// channel's lock.
-		if len(l.jobs) == 0 {
-			return false
-		}
-		select {
-		case j = <-l.jobs:
-			ok = true
-			return true
-		default:
-			return false
-		}
+		return false
 	}
 	for {
 		if spinUntil(poll, l.spinFor()) {
@@ -151,15 +140,13 @@ func (l *standingLanes) next() (j job, ok bool) {
 		}
 		woken := false
 		select {
-		case j = <-l.jobs:
-			ok = true
 		case <-l.wake:
 			woken = true
 		case <-l.quit:
 		}
 		l.sleeping.Add(-1)
 		if !woken {
-			return j, ok
+			return nil, false
 		}
 		// The offer that woke this lane may be taken already: look again,
 		// spinning as after a transfer.
@@ -173,43 +160,40 @@ var testHookBeforeSleep func()
 
 // offer asks for up to n lanes for j without waiting. It puts the offer
 // on the board, where spinning lanes take it without a lock, and wakes as
-// many sleeping lanes as it needs; with no room on the board it queues
-// the offers on the channel instead, as many as fit (the lanes busy with
-// other transfers). Lanes that take an offer after j's caller has
-// finished its own lane drop it.
+// many sleeping lanes as it needs. With no room on the board (every slot
+// holds a live offer, so every lane has work) j runs on its caller's lane
+// alone. Lanes that take an offer after j's caller has closed j drop it.
 //
-// Offers used to go through the channel only. Seven spinning lanes then
-// contended for its lock with the caller, and a lock that its waiters
-// sleep on, the runtime's, wakes them one by one: the lanes joined a
-// frame over 10-70 µs although all of them were spinning
-// (docs/results/2026-12-01-staged-bound.md, section 6).
+// The board replaced a channel of offers, whose lock seven spinning lanes
+// contended for with the caller and slept on: an uploaded frame with one
+// goroutine moved faster with the board by more than the margin a second
+// mechanism needs (BenchmarkFrameStream), so the channel went.
 func (l *standingLanes) offer(j job, n int) {
-	if n <= 0 {
+	if n <= 0 || !l.board.put(j, n) {
 		return
 	}
-	if l.board.put(j, n) {
-		for range min(n, int(l.sleeping.Load())) {
-			select {
-			case l.wake <- struct{}{}:
-			default:
-				return
-			}
-		}
-		return
-	}
-	for range n {
+	for range min(n, int(l.sleeping.Load())) {
 		select {
-		case l.jobs <- j:
+		case l.wake <- struct{}{}:
 		default:
 			return
 		}
 	}
 }
 
-// offerBoard is a few slots of offers that lanes take without a lock:
-// each offer is a job and a count of lanes it still wants.
+// withdraw takes j's offer off the board once j is closed to lanes, so
+// that only live offers hold its slots.
+func (l *standingLanes) withdraw(j job) { l.board.withdraw(j) }
+
+// offerBoard is slots of offers that lanes take without a lock: each
+// offer is a job and a count of lanes it still wants. It has a slot per
+// standing lane: more offers than lanes could not all be served.
 type offerBoard struct {
-	slots [4]atomic.Pointer[boardOffer]
+	slots []atomic.Pointer[boardOffer]
+}
+
+func newOfferBoard(lanes int) offerBoard {
+	return offerBoard{slots: make([]atomic.Pointer[boardOffer], max(lanes, 1))}
 }
 
 type boardOffer struct {
@@ -250,6 +234,15 @@ func (b *offerBoard) take() job {
 	return nil
 }
 
+// withdraw frees the slot of j's offer, if it is still on the board.
+func (b *offerBoard) withdraw(j job) {
+	for i := range b.slots {
+		if o := b.slots[i].Load(); o != nil && o.j == j {
+			b.slots[i].CompareAndSwap(o, nil)
+		}
+	}
+}
+
 // stop ends the lanes and waits for them; transfers must be over.
 func (l *standingLanes) stop() {
 	l.quitting.Store(true)
@@ -276,8 +269,7 @@ type runState struct {
 // transfer's lanes end within a stripe of each other, and a goroutine that
 // sleeps takes a long while to run again once woken while lanes spin
 // beside it; the spin is what moves a stream of device-to-host frames
-// faster than the engine before it (docs/results/2026-12-01-spin.md has
-// the figures). A transfer whose lanes sleep, such as a paced stream's,
+// faster (BenchmarkFrameStream). A transfer whose lanes sleep, such as a paced stream's,
 // does not spin here either.
 var endSpin = 50 * time.Microsecond
 
@@ -345,4 +337,53 @@ func (l *standingLanes) endSpinFor() time.Duration {
 		return 0
 	}
 	return endSpin
+}
+
+// spinYieldEvery is how long spinUntil busy-waits between two yields of
+// the processor. A yield (runtime.Gosched) goes through the scheduler's
+// global lock: lanes that yielded after every look, as the package's spin
+// once did, spent much of their time on that lock and delayed the
+// goroutines that did the work, a transfer's first copy among them. The
+// value was chosen between yielding often, which suits host-to-device
+// frames, and rarely, which suits device-to-host ones and spends less CPU
+// time (BenchmarkFrameStream). Yielding now and
+// then still lets another goroutine of the same processor run.
+var spinYieldEvery = 20 * time.Microsecond
+
+// spinLooks is how many looks spinUntil takes between two readings of the
+// clock.
+const spinLooks = 16
+
+// spinUntil calls ready, with a CPU pause in between, until it reports
+// true or limit has passed; a negative limit means no limit, zero one
+// call. It reports ready's last answer. It is the package's one busy wait:
+// for waits shorter than a thread wake-up (a lane's next transfer, the
+// issue lock, a cooperative chunk's DMA, the lanes of a transfer that end
+// together), where sleeping would cost more than the wait. It yields the
+// processor every spinYieldEvery.
+func spinUntil(ready func() bool, limit time.Duration) bool {
+	if ready() {
+		return true
+	}
+	if limit == 0 {
+		return false
+	}
+	start := time.Now()
+	var yielded time.Duration
+	for {
+		for range spinLooks {
+			cpuRelax()
+			if ready() {
+				return true
+			}
+		}
+		spun := time.Since(start)
+		if limit > 0 && spun >= limit {
+			return false
+		}
+		if spun-yielded >= spinYieldEvery {
+			runtime.Gosched()
+			yielded = spun
+		}
+	}
 }

@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -12,8 +11,10 @@ import (
 
 // TestLanesJoin checks that the standing lanes join a staged transfer: with
 // lanes spinning, every one of Lanes lanes runs the next transfer, and
-// with spinning off at least one other than the caller wakes up and joins
-// a long transfer.
+// with spinning off at least one other than the caller wakes up and joins.
+// The device holds the transfer's copies until the lanes wanted have
+// joined, so that the transfer cannot end before them however the lanes
+// are scheduled.
 func TestLanesJoin(t *testing.T) {
 	for _, tc := range []struct {
 		spin     time.Duration
@@ -23,16 +24,22 @@ func TestLanesJoin(t *testing.T) {
 		{-1, 2},
 	} {
 		e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 8 * testChunk, Lanes: 4, DirectBelow: -1, LaneSpin: tc.spin})
-		e.d.latency.Store(int64(200 * time.Microsecond))
 		const n = 64 * testChunk
 		src := randomBytes(n, 5)
 		dev := e.d.alloc(n)
 		for i := range 3 {
 			before := e.c.stats.lanes.Load()
+			if i > 0 { // the first transfer wakes the lanes
+				hold := func() {
+					spinUntil(func() bool { return e.c.stats.lanes.Load()-before >= tc.minLanes }, -1)
+				}
+				e.d.hold.Store(&hold)
+			}
 			if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
 				t.Fatal(err)
 			}
-			if i > 0 { // the first transfer wakes the lanes
+			e.d.hold.Store(nil)
+			if i > 0 {
 				if got := e.c.stats.lanes.Load() - before; got < tc.minLanes || got > 4 {
 					t.Errorf("LaneSpin %v, transfer %d: %d lanes ran, want %d to 4", tc.spin, i, got, tc.minLanes)
 				}
@@ -51,10 +58,10 @@ func TestLanesStaleOffer(t *testing.T) {
 	r.closed = true
 	l.offer(r, 2)
 	deadline := time.Now().Add(5 * time.Second)
-	for (len(l.jobs) > 0 || !l.board.empty()) && time.Now().Before(deadline) {
+	for !l.board.empty() && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if len(l.jobs) > 0 || !l.board.empty() {
+	if !l.board.empty() {
 		t.Fatal("offers not taken")
 	}
 	// More offers than the queue holds do not block.
@@ -276,11 +283,12 @@ func (m *markJob) join() {
 }
 
 // TestOfferBoard checks the board alone: an offer to n lanes is taken n
-// times and then frees its slot; a full board refuses an offer; and
+// times and then frees its slot; a full board refuses an offer; a
+// withdrawn offer is taken no more, the others still are; and
 // offers put and taken from many goroutines at once are each taken
 // exactly as often as they asked, never more.
 func TestOfferBoard(t *testing.T) {
-	var b offerBoard
+	b := newOfferBoard(4)
 	j := &markJob{}
 	if !b.put(j, 3) {
 		t.Fatal("put on an empty board failed")
@@ -302,6 +310,16 @@ func TestOfferBoard(t *testing.T) {
 		t.Fatal("put on a full board succeeded")
 	}
 	for b.take() != nil {
+	}
+	other := &markJob{}
+	b.put(j, 2)
+	b.put(other, 1)
+	b.withdraw(j)
+	if got := b.take(); got != other {
+		t.Fatalf("after withdrawing an offer: take %v, want the other offer", got)
+	}
+	if !b.empty() {
+		t.Fatal("board not empty after the withdrawal and the other offer's take")
 	}
 
 	const producers, consumers, offers = 4, 8, 2000
@@ -390,68 +408,4 @@ func TestLanesNoLostWakeup(t *testing.T) {
 			time.Sleep(time.Duration(i%50) * time.Microsecond)
 		}
 	}
-}
-
-// BenchmarkLanesOffer times an offer to spinning standing lanes, from the
-// call until every lane asked for has taken it, for one,
-// three and seven lanes where the processors allow (join-ns/offer): the
-// latency with which a transfer's lanes join it when transfers come back
-// to back.
-func BenchmarkLanesOffer(b *testing.B) {
-	released := make(chan struct{})
-	close(released)
-	for _, lanes := range []int{1, 3, 7} {
-		if lanes >= runtime.GOMAXPROCS(0) {
-			continue
-		}
-		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
-			l := newStandingLanes(lanes, time.Second)
-			defer l.stop()
-			var took time.Duration
-			for b.Loop() {
-				l.arrive() // back to back: the lanes spin between offers
-				m := &markJob{release: released}
-				t0 := time.Now()
-				l.offer(m, lanes)
-				for m.joined.Load() < int32(lanes) {
-				}
-				took += time.Since(t0)
-				l.leave()
-			}
-			b.ReportMetric(float64(took.Nanoseconds())/float64(b.N), "join-ns/offer")
-		})
-	}
-}
-
-// BenchmarkLanesWake times an offer to seven standing lanes asleep, after
-// the process slept 35 ms: how long until the first, the fourth and the
-// seventh lane took it (first-us, fourth-us, seventh-us). Waking a lane
-// takes a thread wake-up; the three figures tell whether the lanes wake
-// together or one after another.
-func BenchmarkLanesWake(b *testing.B) {
-	const lanes = 7
-	if runtime.GOMAXPROCS(0) <= lanes {
-		b.Skipf("needs more than %d processors", lanes)
-	}
-	released := make(chan struct{})
-	close(released)
-	l := newStandingLanes(lanes, 0)
-	defer l.stop()
-	var at [lanes]time.Duration
-	for b.Loop() {
-		time.Sleep(35 * time.Millisecond)
-		m := &markJob{release: released}
-		t0 := time.Now()
-		l.offer(m, lanes)
-		for k := int32(1); k <= lanes; {
-			if m.joined.Load() >= k {
-				at[k-1] += time.Since(t0)
-				k++
-			}
-		}
-	}
-	us := func(v time.Duration) float64 { return float64(v.Microseconds()) / float64(b.N) }
-	b.ReportMetric(us(at[0]), "first-us")
-	b.ReportMetric(us(at[3]), "fourth-us")
-	b.ReportMetric(us(at[lanes-1]), "seventh-us")
 }

@@ -11,9 +11,6 @@ import (
 //go:noescape
 func ntCopy64(dst, src *byte, n uintptr)
 
-// hasStreamingStores reports whether streamBytes bypasses the caches.
-const hasStreamingStores = true
-
 // streamBytes copies src into dst (of equal length) with non-temporal
 // stores, which write the destination to memory without keeping it in the
 // CPU caches (a plain copy does that only for copies of 1 MiB and more).
@@ -48,11 +45,10 @@ var canEvict = cpuid7EBX()&(1<<23) != 0
 
 // evictBytes evicts the cache lines of b from every CPU cache, so that a
 // DMA engine that writes b next does not have to invalidate copies of them
-// in the cores' caches, which slows it several times over
-// (BenchmarkStagingDMA). The cooperative mode evicts its stripes after the
-// copy out when its lanes are awake (plan.backToBack); the chunked mode does
-// not, since there it cost more than it saved
-// (docs/results/2026-11-30-transfers-at-scale.md). It does nothing where
+// in the cores' caches, which slows it several times over. The
+// cooperative mode evicts its stripes after the copy out when its lanes
+// are awake (plan.backToBack); the chunked mode does not, since there it
+// cost more than it saved (BenchmarkStagedSizes). It does nothing where
 // CLFLUSHOPT is missing.
 func evictBytes(b []byte) {
 	if !canEvict || len(b) == 0 {
@@ -75,23 +71,3 @@ func lineSpan(b []byte) (p, n uintptr) {
 
 // evictAvailable reports whether evictBytes evicts anything.
 func evictAvailable() bool { return canEvict }
-
-// demoteLines moves n bytes at p (64-byte aligned, n a multiple of 64)
-// from the core's own caches to the last-level cache with CLDEMOTE.
-// Implemented in ntcopy_amd64.s.
-//
-// p is an address, not a pointer, as for flushLines.
-func demoteLines(p, n uintptr)
-
-// demoteBytes moves the cache lines of b from the calling core's caches
-// to the last-level cache, where a DMA engine reads them without first
-// asking the core for them. Unlike evictBytes it leaves the lines cached
-// and costs no trip to memory. CLDEMOTE is a hint: CPUs without it execute
-// it as a no-op.
-func demoteBytes(b []byte) {
-	if len(b) == 0 {
-		return
-	}
-	demoteLines(lineSpan(b))
-	runtime.KeepAlive(b)
-}

@@ -2,9 +2,6 @@
 
 package transfer
 
-// hasStreamingStores reports whether streamBytes bypasses the caches.
-const hasStreamingStores = false
-
 // streamBytes copies src into dst (of equal length); only amd64 has the
 // non-temporal version, elsewhere it is a plain copy.
 func streamBytes(dst, src []byte) { copy(dst, src) }
@@ -14,6 +11,3 @@ func evictBytes(b []byte) {}
 
 // evictAvailable reports whether evictBytes evicts anything.
 func evictAvailable() bool { return false }
-
-// demoteBytes does nothing where there is no CLDEMOTE binding.
-func demoteBytes(b []byte) {}

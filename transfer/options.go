@@ -11,8 +11,8 @@ import (
 // Options configure a Copier. The zero value is ready to use: every zero
 // field takes the default named beside it (Defaults fills them in as New
 // does). The defaults were chosen from measurements on a PCIe Gen5 host;
-// docs/results/2026-12-01-transfer-shape.md has the figures and the
-// benchmarks that re-measure them on the machine at hand.
+// the package's benchmarks (see the package documentation) re-measure them
+// on the machine at hand.
 type Options struct {
 	// Streams is the number of CUDA streams the copier owns: half of them
 	// (rounded up) carry host-to-device copies and the rest device-to-host
@@ -52,8 +52,8 @@ type Options struct {
 	// LaneSpin is how long a standing lane keeps looking for the next
 	// staged transfer before it sleeps, after a transfer that came within
 	// LaneSpin of the one before it in the same direction (or overlapped
-	// it); such a transfer's caller also spins, up to 50 µs, for its lanes
-	// to finish instead of sleeping. A sleeping lane takes a thread wake-up
+	// it); such a transfer's caller also spins briefly for its lanes to
+	// finish instead of sleeping. A sleeping lane takes a thread wake-up
 	// to start, which delays transfers that follow each other closely; a
 	// spinning lane burns CPU time, up to (Lanes-1) × LaneSpin after such a
 	// transfer (twice that when both directions have such transfers).
@@ -84,19 +84,16 @@ type Options struct {
 	Prewarm bool
 }
 
-// Defaults of the zero Options. The measurements behind them are in
-// docs/results/2026-11-30-transfers-at-scale.md and
-// docs/results/2026-12-01-transfer-shape.md.
+// Defaults of the zero Options, measured by BenchmarkStagedTuning,
+// BenchmarkFrameStream and BenchmarkPacedFrames.
 const (
 	// DefaultStreams is one stream per direction.
 	DefaultStreams = 2
 	// DefaultChunkSize is 2 MiB: small enough that the DMA of a large
 	// transfer starts early and each lane holds several chunks in flight,
-	// large enough that the copy engine's pause between copies (about
-	// 2.5 µs, 6% of a 2 MiB copy, BenchmarkChunkedDMA) costs little, and
-	// host to device the chunks go out in pairs that do not pay it; 4 MiB
-	// chunks made the lanes' copies slower
-	// (docs/results/2026-12-01-dma-ceiling.md).
+	// large enough that the copy engine's pause between copies costs
+	// little; 4 MiB chunks made the lanes' copies slower
+	// (BenchmarkStagedTuning).
 	DefaultChunkSize = 2 << 20
 	// DefaultWindowBytes is 32 MiB of staging: 16 chunks, enough for 8
 	// lanes to keep two chunks each in flight, and small enough to stay in
@@ -109,11 +106,10 @@ const (
 	// DefaultLaneSpin is 200 µs: longer than the gaps between transfers
 	// that follow each other back to back, so that such a stream keeps its
 	// lanes awake, and shorter than the period of a paced stream of frames
-	// (3.3 ms at 300 frames a second), which then pays no spin. Measured
-	// both ways by BenchmarkFrameStream and BenchmarkPacedFrames
-	// (docs/results/2026-12-01-transfer-shape.md): the spin speeds up a
-	// back-to-back stream and costs it CPU time; a paced stream's CPU time
-	// stayed near the driver's own copy.
+	// (a 300 frames a second stream), which then pays no spin. Measured
+	// both ways by BenchmarkFrameStream and BenchmarkPacedFrames: the spin
+	// speeds up a back-to-back stream and costs it CPU time; a paced
+	// stream pays none.
 	DefaultLaneSpin = 200 * time.Microsecond
 	// DefaultDirectBelow is 1 MiB: from there on, staging was faster than
 	// the driver's own copy of pageable memory in a stream of transfers in

@@ -74,13 +74,13 @@ func BenchmarkAfterPause(b *testing.B) {
 				o := op{d, dev.Ptr(), host}
 				var sum traceSummary
 				for b.Loop() {
-					if err := p.c.run(ctx, o, false); err != nil {
+					if err := p.c.transfer(ctx, o, false); err != nil {
 						b.Fatal(err)
 					}
 					p.f(d)
 					tr.reset()
 					t0 := time.Now()
-					if err := p.c.run(ctx, o, false); err != nil {
+					if err := p.c.transfer(ctx, o, false); err != nil {
 						b.Fatal(err)
 					}
 					sum.add(tr.summary(time.Since(t0)))
@@ -128,7 +128,7 @@ func BenchmarkColdSource(b *testing.B) {
 						if w.c == nil {
 							err = g.ctx.CopyHtoD(dev.Ptr(), mem)
 						} else {
-							err = w.c.run(ctx, op{HostToDevice, dev.Ptr(), mem}, false)
+							err = w.c.transfer(ctx, op{HostToDevice, dev.Ptr(), mem}, false)
 						}
 						if err != nil {
 							b.Fatal(err)

@@ -85,7 +85,7 @@ func (s staging) done() {
 // copyPiece copies pinned memory b (part of a staging buffer) to or from
 // the device at dev, and returns once the copy is complete.
 func (c *Copier) copyPiece(ctx context.Context, dir Direction, dev cuda.DevicePtr, b []byte) error {
-	return c.run(ctx, op{dir, dev, b}, true)
+	return c.transfer(ctx, op{dir, dev, b}, true)
 }
 
 // progress records which pieces of a transfer are complete, beside the

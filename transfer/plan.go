@@ -7,7 +7,13 @@ package transfer
 // the tuning; nothing later changes the mode, the chunk size or the number
 // of lanes.
 
-// mode is how the lanes of a staged transfer share its work.
+// mode is how the lanes of a staged transfer share its work. The package
+// keeps two, each for the sizes where it wins by far more than the margin
+// a second mechanism needs: the cooperative mode for frames and other
+// transfers within the window (BenchmarkFrameStream, BenchmarkStagedSizes'
+// small sizes), the chunked one above it, where lanes that wait for each
+// other at every chunk cap the rate well below independent lanes
+// (BenchmarkStagedSizes, 64 MiB and up).
 type mode int
 
 const (
@@ -60,8 +66,8 @@ type plan struct {
 	//     not wait for the eviction: it returns once its bytes are copied
 	//     out, and its lanes evict and give the staging back (the handoff,
 	//     coop.go).
-	// (docs/results/2026-12-01-paced-round-trips.md and, for the handoff,
-	// docs/results/2026-12-01-staged-bound.md have the figures.)
+	// (BenchmarkFrameStream and BenchmarkPacedFrames, downloads, measure
+	// each rule.)
 	backToBack bool
 
 	// chunked mode
@@ -76,24 +82,14 @@ type plan struct {
 
 // planStaging decides how a staged transfer of n > 0 bytes in direction
 // dir runs, when active transfers of the copier stage in that direction at
-// once (this one among them) and the direction's standing lanes are
-// asleep or not. Transfers the other way do not count: they have their
-// own lanes and window.
-//
-// Lanes: Options.Lanes, shared among the transfers staging at once (each
-// caller is a lane of its own, so more lanes per transfer only make the
-// lanes contend), but at least two. Mode: cooperative when the transfer
-// has two lanes or more and its staging fits in the direction's share of
-// the window (tuning.coopShare); then its chunks are coopChunk bytes
-// (ChunkSize if smaller), packed into as few staging buffers as hold them,
-// and every lane copies stripes of at least minStripe; host to device,
-// when the lanes are asleep, it asks for 1/coldShare of its lanes (two at
-// least); device to host, only when the lanes are awake does it issue its
-// copies before it offers itself to them and evict the staging it copied
-// out (plan.backToBack). Otherwise chunked, in chunks of
-// ChunkSize, or smaller ones (down to minChunk) when that is what gives
-// every lane a chunk. Device to host, a transfer that stages alone in its
-// direction copies its bytes out with streaming stores (see copyOut).
+// once (this one among them; the other direction has lanes and a window
+// of its own) and the direction's standing lanes are asleep or not.
+// Options.Lanes are shared among the transfers staging at once (each
+// caller is a lane of its own, so more lanes per transfer only make them
+// contend), two at least. The transfer runs cooperatively when it has two
+// lanes or more and its staging fits in the direction's share of the
+// window (tuning.coopShare), else chunked, in chunks of ChunkSize or
+// smaller ones (down to minChunk) when that gives every lane a chunk.
 func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
 	if active > 1 {
@@ -171,3 +167,44 @@ func (p *plan) stripesOf(i int) int {
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 func roundUp(a, m int) int { return ceilDiv(a, m) * m }
+
+// tuning holds the staging plan's internal constants. They are not
+// options: a user has no way to know better values than the measured
+// ones. The package's benchmarks build copiers with other values
+// (newCopier with a tuning, gpu.tunedCopier) to compare them with the
+// defaults in the same run.
+type tuning struct {
+	// coopChunk is the chunk size of a cooperative transfer: small, so
+	// that the first DMA starts early and the last one ends soon after the
+	// last CPU copy; several such chunks share one staging buffer.
+	coopChunk int
+	// coopShare is the share of the window a cooperative transfer may
+	// hold, per direction, as a divisor: 1 is the whole window, 2 half of
+	// it. Zero turns the cooperative mode off. Host to device, the
+	// cooperative mode stayed faster than the chunked one up to the whole
+	// window; device to host, only up to half of it.
+	coopShare [2]int
+	// minStripe is the smallest part of a cooperative chunk that one lane
+	// copies: below it, claiming the work costs more than sharing it saves.
+	minStripe int
+	// minChunk is the smallest chunk of the chunked mode when a transfer is
+	// cut finer than ChunkSize to give every lane work.
+	minChunk int
+	// coldShare divides the lanes of a cooperative host-to-device
+	// transfer that finds the standing lanes asleep (zero: all lanes).
+	// Its caller starts copying at once, and lanes that wake up late find
+	// most of the work done but still pay their wake-up: in a paced stream
+	// of frames, half the lanes moved a frame as fast for less CPU time
+	// (BenchmarkPacedFrames). Device to host, the lanes
+	// wake while the first chunk's DMA runs, and all of them copy out.
+	coldShare int
+}
+
+// defaultTuning is the tuning of every copier made by New.
+func defaultTuning() tuning {
+	return tuning{
+		coopChunk: 1 << 20,
+		coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
+		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2,
+	}
+}

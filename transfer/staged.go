@@ -48,7 +48,7 @@ type chunkedRun struct {
 	issued    atomic.Int64 // bytes whose copy was queued
 	completed atomic.Int64 // chunks completed
 
-	// Device to host, the copy-outs shared among the lanes (share.go):
+	// Device to host, the copy-outs shared among the lanes (outShare):
 	// shares under shareMu (a leaf of the lock order), their number in
 	// nShares for the helpers to look at without the lock.
 	shareMu sync.Mutex
@@ -58,10 +58,10 @@ type chunkedRun struct {
 }
 
 // inFlight is one chunk whose copy is queued: the chunk's range of the
-// transfer, the staging buffer it is copied into or out of, and its ticket
-// in the issue queue (batch.go).
+// transfer, the staging buffer it is copied into or out of, and the event
+// recorded after its copy.
 type inFlight struct {
-	t   *ticket
+	ev  event
 	off int
 	n   int
 	buf pinpool.Buffer
@@ -79,6 +79,7 @@ func (c *Copier) chunked(ctx context.Context, o op, p plan) error {
 	lanes := c.lanes[o.dir]
 	lanes.offer(r, p.lanes-1)
 	r.lane()
+	lanes.withdraw(r) // every chunk is claimed: no lane need join now
 	r.endJoins(lanes.endSpinFor())
 	return r.err
 }
@@ -138,12 +139,6 @@ func (r *chunkedRun) lane() {
 	for {
 		off, m, ok := r.claim()
 		if !ok {
-			// Chunks parked for a batch would wait for the next lane's:
-			// issue them now.
-			q.flush()
-			if o.dir == HostToDevice && !r.stop.Load() {
-				q.demote()
-			}
 			return
 		}
 		if len(q.held) >= r.p.depth {
@@ -160,44 +155,26 @@ func (r *chunkedRun) lane() {
 			// stores would add two trips to memory per byte (and were
 			// slower also for the first and the last round of chunks,
 			// which the DMA reads right away; so was evicting the chunks
-			// after the copy: docs/results/2026-12-01-spin.md and
-			// docs/results/2026-12-01-tails.md).
+			// after the copy: BenchmarkStagedSizes).
 			copyBytes(b, o.host[off:off+m], true)
 		}
-		t, err := c.issueChunk(o, off, b, off >= c.tune.batchFrom*r.p.lanes*r.p.chunk)
-		f := inFlight{t: t, off: off, n: m, buf: buf}
+		c.issuing[o.dir].lock()
+		ev, unsure, err := c.issue(c.stream(o.dir), o, PathStaged, off, b)
+		c.issuing[o.dir].unlock()
 		if err != nil {
-			r.complete(f) // fails the transfer and gives the staging back
+			r.fail(err) // before the slot is free for the other lanes
+			if unsure {
+				buf.ReleaseAfter(failedFence{err})
+			} else {
+				buf.Release() // the copy is not running
+			}
+			c.wins[o.dir].release()
 			return
 		}
+		f := inFlight{ev: ev, off: off, n: m, buf: buf}
 		r.issued.Add(int64(m))
 		c.stats.chunks.Add(1)
 		q.held = append(q.held, f)
-	}
-}
-
-// flush issues the chunks parked in the issue queue if the lane holds one
-// of them.
-func (q *laneQueue) flush() {
-	for _, f := range q.held {
-		if !f.t.issued.Load() {
-			q.r.c.flush(q.r.o.dir)
-			return
-		}
-	}
-}
-
-// demote moves the chunks the lane holds in flight, host to device, from
-// its core's caches to the last-level cache, once no chunk is left to
-// claim. The DMA reads them last, after the chunks queued before them, and
-// reads lines that sit in a core's own cache about half as fast as lines
-// in the last-level cache; the lane has nothing else to do meanwhile.
-// Demoting every chunk as it was copied made the copies slower by more
-// than it saved (docs/results/2026-12-01-spin.md); at the end it costs the
-// transfer nothing (docs/results/2026-12-01-tails.md).
-func (q *laneQueue) demote() {
-	for _, f := range q.held {
-		demoteBytes(f.buf.Bytes()[:f.n])
 	}
 }
 
@@ -246,4 +223,142 @@ func (r *chunkedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 		return pinpool.Buffer{}, false
 	}
 	return buf, true
+}
+
+// complete completes one chunk of a chunked transfer: it waits for the
+// chunk's copy, copies it out to the destination (device to host), and
+// gives back its staging buffer and window slot. A chunk whose copy failed
+// stops the transfer, and its buffer is retired.
+func (r *chunkedRun) complete(f inFlight) {
+	c, o := r.c, r.o
+	defer c.wins[o.dir].release()
+	if err := f.ev.synchronize(); err != nil {
+		c.events.drop(f.ev)
+		err = copyErr(o.dir, PathStaged, f.off, f.n, err)
+		f.buf.ReleaseAfter(failedFence{err})
+		r.fail(err) // before the slot is free for the other lanes
+		return
+	}
+	c.events.put(f.ev)
+	if o.dir == DeviceToHost {
+		// The staging buffer stays cached: the next copy into it comes a
+		// window later. (Evicting it, as the cooperative mode does, made
+		// large copies slower.)
+		dst, src := o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n]
+		if r.p.lanes > 1 && r.next.Load() >= int64(r.p.chunks) {
+			// Every chunk is claimed: lanes are running out of work.
+			// (Before that, every lane has chunks of its own to copy.)
+			r.shareCopyOut(dst, src)
+		} else {
+			copyOut(dst, src, r.p.streamOut)
+		}
+	}
+	f.buf.Release()
+	r.completed.Add(1)
+}
+
+// Device to host, a chunked transfer ends with the copy-out of the chunks
+// that land last, while the lanes whose chunks landed earlier have nothing
+// left to do: one lane copying out a whole chunk alone would keep the
+// transfer waiting for it long after the last DMA. So once every chunk is
+// claimed, a lane whose chunk lands shares its copy-out (outShare) in
+// stripes, and the lanes that have finished their own chunks help with
+// them until the transfer's last chunk is copied out.
+
+// outShare is the copy-out of one landed chunk, in stripes that any lane
+// may claim.
+type outShare struct {
+	dst, src []byte
+	stripe   int
+	stripes  int64
+	next     atomic.Int64 // stripes claimed
+	done     atomic.Int64 // stripes copied
+	stream   bool         // copyOut's streaming stores
+}
+
+// work copies stripes of s until none is left to claim, and returns how
+// many it copied.
+func (s *outShare) work() (copied uint64) {
+	for {
+		i := s.next.Add(1) - 1
+		if i >= s.stripes {
+			return copied
+		}
+		lo := int(i) * s.stripe
+		hi := min(lo+s.stripe, len(s.dst))
+		copyOut(s.dst[lo:hi], s.src[lo:hi], s.stream)
+		s.done.Add(1)
+		copied++
+	}
+}
+
+// shareCopyOut copies src out to dst with the help of the lanes that have
+// finished, and returns once every byte is copied: the caller then owns
+// src again.
+func (r *chunkedRun) shareCopyOut(dst, src []byte) {
+	// The smallest stripe worth claiming: the lanes that help come and go,
+	// and finer stripes share the work more evenly than one per lane
+	// (BenchmarkStagedSizes, downloads).
+	stripe := roundUp(max(r.c.tune.minStripe, 1), 4096)
+	s := &outShare{dst: dst, src: src, stripe: stripe, stripes: int64(ceilDiv(len(src), stripe)), stream: r.p.streamOut}
+	r.shareMu.Lock()
+	r.shares = append(r.shares, s)
+	r.shareMu.Unlock()
+	r.nShares.Add(1)
+	if testHookShare != nil {
+		testHookShare(s)
+	}
+	s.work()
+	// The helpers' last stripes: each is a short copy already under way.
+	spinUntil(func() bool { return s.done.Load() == s.stripes }, -1)
+	r.nShares.Add(-1)
+	r.shareMu.Lock()
+	for i, t := range r.shares {
+		if t == s {
+			r.shares = append(r.shares[:i], r.shares[i+1:]...)
+			break
+		}
+	}
+	r.shareMu.Unlock()
+}
+
+// testHookShare, when set (by a test, before the copier starts), runs in
+// a lane that has published a shared copy-out, before it copies any of it:
+// a test holds the lane there until a helper has claimed a stripe.
+var testHookShare func(s *outShare)
+
+// openShare returns a shared copy-out with stripes left to claim, or nil.
+func (r *chunkedRun) openShare() *outShare {
+	if r.nShares.Load() == 0 {
+		return nil
+	}
+	r.shareMu.Lock()
+	defer r.shareMu.Unlock()
+	for _, s := range r.shares {
+		if s.next.Load() < s.stripes {
+			return s
+		}
+	}
+	return nil
+}
+
+// help copies out stripes of the other lanes' landed chunks until every
+// chunk of the transfer is copied out or the transfer stops. A lane calls
+// it once it has nothing of its own left, so it spins only while the last
+// chunks, all claimed, land (BenchmarkStagedTrace).
+func (r *chunkedRun) help() {
+	for {
+		var s *outShare
+		spinUntil(func() bool {
+			if r.stop.Load() || r.completed.Load() >= int64(r.p.chunks) {
+				return true
+			}
+			s = r.openShare()
+			return s != nil
+		}, -1)
+		if s == nil {
+			return
+		}
+		r.c.stats.helped.Add(s.work())
+	}
 }

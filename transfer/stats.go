@@ -25,13 +25,6 @@ type Stats struct {
 	PeakStaging  int64 // the most staging memory held at once, both directions
 	WindowBytes  int64 // one direction's bound: slots * ChunkSize (both ways at once: twice this)
 
-	// BatchFallbacks counts the batches of chunks that the driver refused
-	// and then took copy by copy. From the first, the copier issues every
-	// chunk on its own, as with a driver older than CUDA 12.8; large
-	// transfers host to device run somewhat slower
-	// (docs/results/2026-12-01-dma-ceiling.md).
-	BatchFallbacks uint64
-
 	Failed   uint64 // transfers that returned an error other than cancellation
 	Canceled uint64 // transfers cut short by their context
 
@@ -90,9 +83,6 @@ type counters struct {
 	chunks           atomic.Uint64
 	lanes            atomic.Uint64 // lanes that worked on staged transfers, callers included
 	helped           atomic.Uint64 // stripes of shared copy-outs copied by a lane that did not own the chunk
-	parked           atomic.Uint64 // chunks parked in an issue queue (batch.go)
-	batched          atomic.Uint64 // chunks issued in batches of two or more
-	batchFallbacks   atomic.Uint64 // batches the driver refused (batch.go)
 	handedOff        atomic.Uint64 // downloads whose staging a lane gave back after the caller returned (coop.go)
 	failed, canceled atomic.Uint64
 	lastMu           sync.Mutex
@@ -135,7 +125,6 @@ func (c *Copier) Stats() Stats {
 		StagingBytes:    c.held.now.Load() * int64(c.opt.ChunkSize),
 		PeakStaging:     c.held.peak.Load() * int64(c.opt.ChunkSize),
 		WindowBytes:     int64(c.opt.Slots()) * int64(c.opt.ChunkSize),
-		BatchFallbacks:  c.stats.batchFallbacks.Load(),
 		Failed:          c.stats.failed.Load(),
 		Canceled:        c.stats.canceled.Load(),
 	}

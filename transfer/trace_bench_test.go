@@ -14,15 +14,13 @@ import (
 )
 
 // traceCopiers are the copiers BenchmarkStagedTrace compares: the default
-// one, and variants of its tuning or options: batch-off issues every chunk
-// on its own (batch.go).
+// one, and variants of its tuning or options.
 var traceCopiers = []struct {
 	name string
 	tune func(*tuning)
 	opt  func(*Options)
 }{
 	{"default", nil, nil},
-	{"batch-off", func(t *tuning) { t.batchMax = [2]int{} }, nil},
 }
 
 // BenchmarkStagedTrace times where a staged transfer's time goes, through
@@ -93,9 +91,9 @@ func BenchmarkStagedTrace(b *testing.B) {
 	}
 }
 
-// traceGapFlag is a pause before each warm transfer of BenchmarkStagedTrace:
-// device to host, a transfer that follows another within 100 µs was
-// slower than one after 0.5 ms or more (docs/results/2026-12-01-tails.md).
+// traceGapFlag is a pause before each warm transfer of BenchmarkStagedTrace,
+// to compare a download that follows another at once with one that comes
+// later.
 var traceGapFlag = flag.Duration("transfer.tracegap", 0, "BenchmarkStagedTrace: busy-wait this long before each warm transfer")
 
 // traceTransfers is one leaf of BenchmarkStagedTrace.
@@ -115,7 +113,7 @@ func traceTransfers(b *testing.B, c *Copier, tr *trace, d Direction, dev cuda.De
 			tr.reset()
 			t0 := time.Now()
 			var err error
-			rtrace.WithRegion(ctx, "transfer", func() { err = c.run(ctx, op{d, dev, mem}, false) })
+			rtrace.WithRegion(ctx, "transfer", func() { err = c.transfer(ctx, op{d, dev, mem}, false) })
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,5 +1,7 @@
 package transfer
 
+import "github.com/pinpool/pinpool/cuda"
+
 // Direction is the direction of a copy.
 type Direction int
 
@@ -56,4 +58,20 @@ func (p Path) String() string {
 		return "registered"
 	}
 	return "unknown"
+}
+
+// op is one transfer: its direction, device address and host memory.
+type op struct {
+	dir  Direction
+	dev  cuda.DevicePtr
+	host []byte
+}
+
+// segment is a range [off, end) of a transfer's host memory held by one
+// kind of memory, with the path it takes. A registered or pinned segment
+// lies inside one registration or allocation, as an asynchronous copy
+// must.
+type segment struct {
+	off, end int
+	path     Path
 }
