@@ -15,6 +15,7 @@ func TestCheckNodeReal(t *testing.T) {
 	if _, err := os.Stat("/sys/devices/system/node/node0"); err != nil {
 		t.Skip("no /sys/devices/system/node/node0: kernel without NUMA support")
 	}
+	skipWithoutMbind(t)
 	r, err := Map(8<<20, Options{BindNUMA: true, NUMANode: 0})
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +35,7 @@ func TestCheckNodeFake(t *testing.T) {
 	if _, err := os.Stat("/sys/devices/system/node/node0"); err != nil {
 		t.Skip("no /sys/devices/system/node/node0: kernel without NUMA support")
 	}
+	skipWithoutMbind(t)
 	real := pageNodes
 	t.Cleanup(func() { pageNodes = real })
 	const size = 8 << 20
@@ -85,4 +87,17 @@ func TestCheckNodeFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Unmap()
+}
+
+// skipWithoutMbind skips where the kernel (or an emulator such as
+// qemu-user) does not implement mbind, so that no region can be bound.
+func skipWithoutMbind(t *testing.T) {
+	t.Helper()
+	r, err := Map(1<<20, Options{BindNUMA: true, NUMANode: 0})
+	if errors.Is(err, unix.ENOSYS) {
+		t.Skipf("mbind is not implemented here (an emulator such as qemu-user): %v", err)
+	}
+	if err == nil {
+		r.Unmap()
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/hostmem"
+	"github.com/pinpool/pinpool/internal/testenv"
 )
 
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -77,6 +78,7 @@ func TestInfoWithoutDriver(t *testing.T) {
 	if os.Getenv("PINPOOL_INFO_CHILD") != "" {
 		os.Exit(run([]string{"info"}, os.Stdout, os.Stderr))
 	}
+	testenv.MustReexec(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestInfoWithoutDriver$")
 	cmd.Env = append(os.Environ(), "PINPOOL_INFO_CHILD=1", cuda.EnvLibrary+"=/nonexistent/libcuda.so.1")
 	out, err := cmd.CombinedOutput()

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pinpool/pinpool/hostmem"
+	"github.com/pinpool/pinpool/internal/testenv"
 	"github.com/pinpool/pinpool/internal/units"
 	"golang.org/x/sys/unix"
 )
@@ -68,6 +69,7 @@ func runUnderLockLimit(t *testing.T, test string, limit uint64) {
 	if hasGPU() {
 		t.Skip("a GPU is present: the tool uses the CUDA backend, which RLIMIT_MEMLOCK does not bound")
 	}
+	testenv.MustReexec(t)
 	bin, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
