@@ -11,6 +11,7 @@
 #
 #   on a development machine: bash scripts/gpu-arena.sh build   (fills .gpu/arena; pure Go)
 #   on the GPU host:          bash scripts/gpu-arena.sh run OUT [GiB ...]
+#   (SWEEP=0 leaves out the growth knobs and the raw cuMemHostAlloc of the first size)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=.gpu/arena
@@ -68,12 +69,12 @@ for g in "${sizes[@]}"; do
 		--ways pool:blocks=2MiB,pool:blocks=1GiB,pool,pool+register+small:blocks=2MiB,pool+register+small
 	run python3 "$bin/torch_pin.py" pin "$g" register
 	if [ $first = 1 ]; then
-		run "$bin/pinpool" arena --json --progress never --sizes "${g}GiB" \
+		[ "${SWEEP:-1}" = 1 ] && run "$bin/pinpool" arena --json --progress never --sizes "${g}GiB" \
 			--ways register:piece=16MiB,register:piece=32MiB,register:piece=64MiB,register:pause=off,register:pause=100us,register:pause=500us,register:prefault=16,register:regw=1
 		run "$bin/pinpool" arena --json --progress never --sizes 4GiB --ways pool+hostalloc:blocks=2MiB,hostalloc:alloc=2MiB:pause=off,hostalloc:alloc=4MiB
 		run "$old" -tag "${old##*-}" -gib 4 pool+hostalloc:blocks=2MiB
 		run python3 "$bin/torch_pin.py" pin "$g"
-		run "$bin/pinpool" arena --json --progress never --sizes "${g}GiB" --ways hostalloc-raw
+		[ "${SWEEP:-1}" = 1 ] && run "$bin/pinpool" arena --json --progress never --sizes "${g}GiB" --ways hostalloc-raw
 	fi
 	first=0
 done
