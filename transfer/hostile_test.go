@@ -470,3 +470,27 @@ func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 type writerAtFunc func([]byte, int64) (int, error)
 
 func (f writerAtFunc) WriteAt(b []byte, off int64) (int, error) { return f(b, off) }
+
+// TestProgressCount: the count is the unbroken prefix of complete pieces,
+// whatever order they complete in, and ends in a piece that arrived in
+// part, even when pieces after it completed first.
+func TestProgressCount(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		do   func(p *progress)
+		want int64
+	}{
+		{"in order", func(p *progress) { p.complete(0, 10); p.complete(1, 10); p.complete(2, 5) }, 25},
+		{"out of order", func(p *progress) { p.complete(2, 5); p.complete(1, 10); p.complete(0, 10) }, 25},
+		{"gap", func(p *progress) { p.complete(0, 10); p.complete(2, 10) }, 10},
+		{"partial first, after the rest", func(p *progress) { p.complete(1, 10); p.complete(2, 10); p.partial(0, 3) }, 3},
+		{"partial in the middle", func(p *progress) { p.complete(0, 10); p.complete(2, 10); p.partial(1, 4); p.complete(3, 10) }, 14},
+		{"nothing", func(p *progress) {}, 0},
+	} {
+		p := newProgress()
+		tc.do(p)
+		if got := p.arrived(); got != tc.want {
+			t.Errorf("%s: %d bytes arrived, want %d", tc.name, got, tc.want)
+		}
+	}
+}

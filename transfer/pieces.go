@@ -139,10 +139,11 @@ type progress struct {
 	prefix      int           // pieces complete from the start
 	prefixBytes int64         // their bytes
 	ahead       map[int]int64 // complete pieces after the prefix: their bytes
-	broken      bool          // the prefix ended in a piece that arrived in part
+	partialAt   int           // the piece that arrived in part; -1: none
+	broken      bool          // the prefix ended in that piece
 }
 
-func newProgress() *progress { return &progress{ahead: map[int]int64{}} }
+func newProgress() *progress { return &progress{ahead: map[int]int64{}, partialAt: -1} }
 
 // fail records err (the first one wins) and stops the transfer.
 func (p *progress) fail(err error) {
@@ -155,33 +156,32 @@ func (p *progress) fail(err error) {
 }
 
 // complete records that piece i arrived whole, k bytes.
-func (p *progress) complete(i int, k int) {
+func (p *progress) complete(i int, k int) { p.add(i, k, false) }
+
+// partial records that only the first k bytes of piece i arrived: the
+// count of the transfer ends there.
+func (p *progress) partial(i int, k int) { p.add(i, k, true) }
+
+func (p *progress) add(i int, k int, part bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.broken || i < p.prefix {
 		return
 	}
+	if part {
+		p.partialAt = i
+	}
 	p.ahead[i] = int64(k)
-	for {
+	for !p.broken {
 		b, ok := p.ahead[p.prefix]
 		if !ok {
 			return
 		}
 		delete(p.ahead, p.prefix)
+		p.broken = p.prefix == p.partialAt
 		p.prefix++
 		p.prefixBytes += b
 	}
-}
-
-// partial records that only the first k bytes of piece i arrived: the
-// count of the transfer ends there.
-func (p *progress) partial(i int, k int) {
-	p.complete(i, k)
-	p.mu.Lock()
-	if !p.broken && p.prefix == i+1 {
-		p.broken = true
-	}
-	p.mu.Unlock()
 }
 
 // arrived is the bytes of the complete pieces from the start, up to the

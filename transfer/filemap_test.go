@@ -1,0 +1,76 @@
+//go:build linux
+
+package transfer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestFileTruncatedDuringLoad cuts the file short while ToDeviceFromFile
+// copies it from its mapping (the fake device truncates it when the first
+// piece is queued, before the window lets most pieces be read): the pieces
+// that touch the lost pages fault, and the transfer ends with an error
+// wrapping ErrFileChanged and io.ErrUnexpectedEOF instead of a SIGBUS that
+// ends the process; the count is what arrived, and the pool holds nothing.
+func TestFileTruncatedDuringLoad(t *testing.T) {
+	defer func() { sourceWays.direct = true }()
+	sourceWays.direct = false // every piece from the mapping
+	e := newEnv(t, streamOpts)
+	const n = 2 << 20
+	data := randomBytes(n, 13)
+	f := writeTemp(t, data)
+	var cut atomic.Bool
+	e.d.failEnqueue = func(Direction, int) error {
+		if !cut.Swap(true) {
+			if err := f.Truncate(0); err != nil {
+				t.Errorf("truncate: %v", err)
+			}
+		}
+		return nil
+	}
+	dev := e.d.alloc(n)
+	got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 0, n)
+	if !errors.Is(err, ErrFileChanged) || !errors.Is(err, io.ErrUnexpectedEOF) || got >= n {
+		t.Fatalf("%d bytes, %v; want fewer than %d and ErrFileChanged", got, err, n)
+	}
+	sameBytes(t, "what arrived", e.devBytes(dev, int(got)), data[:got])
+	if st := e.c.Stats(); st.Failed != 1 || st.ToDevice.Stream.Transfers != 0 {
+		t.Fatalf("Stats: %d failed, %d stream transfers; want 1 and 0", st.Failed, st.ToDevice.Stream.Transfers)
+	}
+	if err := e.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.checkPool(false)
+}
+
+// TestCopyMappedFault reads a mapping whose file was truncated: an error,
+// not a crash, naming the offset of the first lost page.
+func TestCopyMappedFault(t *testing.T) {
+	f := writeTemp(t, randomBytes(1<<20, 14))
+	m, err := unix.Mmap(int(f.Fd()), 0, 1<<20, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	dst := make([]byte, len(m))
+	if err := copyMapped(dst, m, 0); err != nil {
+		t.Fatalf("before the truncation: %v", err)
+	}
+	if err := f.Truncate(256 << 10); err != nil {
+		t.Fatal(err)
+	}
+	err = copyMapped(dst, m, 0)
+	if !errors.Is(err, ErrFileChanged) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("after the truncation: %v; want ErrFileChanged", err)
+	}
+	t.Log(err)
+	if err := copyMapped(dst[:256<<10], m[:256<<10], 0); err != nil {
+		t.Fatalf("the part still in the file: %v", err)
+	}
+}
