@@ -290,6 +290,10 @@ func TestStreamCancelledWriterCount(t *testing.T) {
 				took += int64(len(b))
 				if calls++; calls == after {
 					cancel()
+					// Give the copier time to see the cancellation while
+					// this write is still under way: the count must
+					// include it all the same.
+					time.Sleep(20 * time.Millisecond)
 				}
 				return len(b), nil
 			})
