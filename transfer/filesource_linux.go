@@ -169,8 +169,9 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	end := off + int64(n)
 	span := (end - start + directAlign - 1) &^ (directAlign - 1)
 	direct := s.fd >= 0 && span <= int64(len(buf)) && s.useDirect.Load()
-	if s.fd >= 0 && (s.mapped != nil || direct) && (!direct || s.inCache(off, end)) {
-		if s.mapped != nil {
+	mapped := s.mapped != nil && end-s.mapOff <= int64(len(s.mapped)) // the file may have shrunk before it was mapped
+	if s.fd >= 0 && (mapped || direct) && (!direct || s.inCache(off, end)) {
+		if mapped {
 			s.mmapd.Add(int64(n))
 			return buf[:n], copyMapped(buf[:n], s.mapped[off-s.mapOff:end-s.mapOff], off)
 		}

@@ -92,7 +92,7 @@ type staging struct {
 // ChunkSize bytes, or returns ctx's error, before taking anything when ctx
 // has already ended.
 func (c *Copier) stage(ctx context.Context, d Direction) (staging, error) {
-	if err := ctx.Err(); err != nil {
+	if err := c.live(ctx); err != nil {
 		return staging{}, err
 	}
 	w := c.wins[d]
@@ -110,6 +110,22 @@ func (c *Copier) stage(ctx context.Context, d Direction) (staging, error) {
 	return staging{w, buf}, nil
 }
 
+// live returns ctx's error, or ErrClosed once Close has begun: a stream
+// transfer ends at its next piece then, so that Close does not wait for a
+// reader that may never end.
+func (c *Copier) live(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.RLock()
+	closed := c.closed
+	c.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return nil
+}
+
 // done gives the buffer and the slot back.
 func (s staging) done() {
 	s.buf.Release()
@@ -121,7 +137,7 @@ func (s staging) done() {
 // asynchronous copy of the stream transfer, which Stats counts as a whole
 // (PathStream), not piece by piece.
 func (c *Copier) copyPiece(ctx context.Context, dir Direction, dev cuda.DevicePtr, b []byte) error {
-	if err := ctx.Err(); err != nil {
+	if err := c.live(ctx); err != nil {
 		return err
 	}
 	return c.one(ctx, op{dir, dev, b}, PathPinned)
