@@ -74,3 +74,26 @@ func TestCopyMappedFault(t *testing.T) {
 		t.Fatalf("the part still in the file: %v", err)
 	}
 }
+
+// TestFileProbeCached: a file just written is in the page cache, and each
+// probe says so for ranges at any offset (the probe rounds to the
+// system's page size, not to 4 KiB: on a system of 64 KiB pages a 4 KiB
+// count never matched and cached files were read with O_DIRECT).
+func TestFileProbeCached(t *testing.T) {
+	data := randomBytes(3<<20+5, 15)
+	f := writeTemp(t, data)
+	if _, err := io.Copy(io.Discard, io.NewSectionReader(f, 0, int64(len(data)))); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sourceWays.firstWay = probeCachestat }()
+	for _, way := range []int32{probeCachestat, probeMincore} {
+		sourceWays.firstWay = way
+		s := openSource(f, 0, int64(len(data)))
+		for _, r := range [][2]int64{{0, 1}, {1, 4097}, {12345, 2 << 20}, {3 << 20, 3<<20 + 5}, {0, int64(len(data))}} {
+			if !s.inCache(r[0], r[1]) {
+				t.Errorf("probe %d: [%d, %d) of a cached file reported not cached", s.probe.Load(), r[0], r[1])
+			}
+		}
+		s.close()
+	}
+}

@@ -361,11 +361,25 @@ func TestStreamHugeLengths(t *testing.T) {
 // read of one open write-only, is refused with ErrFileMode and leaves the
 // file as it was.
 func TestFileModes(t *testing.T) {
+	dirs := map[string]string{"tempdir": t.TempDir()}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		shm, err := os.MkdirTemp("/dev/shm", "pinpool-modes")
+		if err == nil {
+			t.Cleanup(func() { os.RemoveAll(shm) })
+			dirs["shm"] = shm // tmpfs, where the issue saw it too
+		}
+	}
+	for name, dir := range dirs {
+		t.Run(name, func(t *testing.T) { fileModesIn(t, dir) })
+	}
+}
+
+func fileModesIn(t *testing.T, dir string) {
 	onDevices(t, streamOpts, func(t *testing.T, r *rig) {
 		const n = 1<<20 + 4096
 		dev := r.alloc(n)
 		r.set(dev, randomBytes(n, 6))
-		path := filepath.Join(t.TempDir(), "f")
+		path := filepath.Join(dir, "f")
 		old := randomBytes(4096, 4)
 		if err := os.WriteFile(path, old, 0o644); err != nil {
 			t.Fatal(err)
