@@ -3,6 +3,7 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -19,8 +20,10 @@ import (
 // wrapping ErrFileChanged and io.ErrUnexpectedEOF instead of a SIGBUS that
 // ends the process; the count is what arrived, and the pool holds nothing.
 func TestFileTruncatedDuringLoad(t *testing.T) {
-	defer func() { sourceWays.direct = true }()
-	sourceWays.direct = false // every piece from the mapping
+	defer func() { sourceWays.direct, sourceWays.firstWay = true, probeCachestat }()
+	// Every piece from the mapping: no O_DIRECT, and no probe, which would
+	// send the pieces past the new end to ReadAt.
+	sourceWays.direct, sourceWays.firstWay = false, probeNone
 	e := newEnv(t, streamOpts)
 	const n = 2 << 20
 	data := randomBytes(n, 13)
@@ -95,5 +98,39 @@ func TestFileProbeCached(t *testing.T) {
 			}
 		}
 		s.close()
+	}
+}
+
+// TestFileMixed: a file half in the page cache is read each range its own
+// way: the cached half from the mapping, the other with O_DIRECT.
+func TestFileMixed(t *testing.T) {
+	const half = 2 << 20
+	data := randomBytes(2*half, 16)
+	f := writeTemp(t, data)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// The file was just written, so it is cached: drop its second half.
+	if err := unix.Fadvise(int(f.Fd()), half, half, unix.FADV_DONTNEED); err != nil {
+		t.Skipf("cannot drop the file from the page cache: %v", err)
+	}
+	s := openSource(f, 0, 2*half)
+	defer s.close()
+	if s.direct == nil || s.mapped == nil {
+		t.Skipf("O_DIRECT (%v) or the mapping (%v) not available here", s.direct != nil, s.mapped != nil)
+	}
+	if s.inCache(half, 2*half) {
+		t.Skip("the kernel read the second half ahead: nothing is cold")
+	}
+	buf := make([]byte, 2<<20+directAlign)
+	al := buf[directAlign-int(uintptr(unsafePointer(buf))%directAlign):][: 2<<20 : 2<<20]
+	for _, r := range [][2]int64{{0, 1 << 20}, {1 << 20, 1 << 20}, {half, 1 << 20}, {half + 1<<20, 1 << 20}} {
+		got, err := s.readAt(context.Background(), al, r[0], int(r[1]))
+		if err != nil || !bytes.Equal(got, data[r[0]:r[0]+r[1]]) {
+			t.Fatalf("readAt(%d, %d): %v (or bytes differ)", r[0], r[1], err)
+		}
+	}
+	if s.mmapd.Load() != half || s.directed.Load() != half || s.cached.Load() != 0 {
+		t.Fatalf("mapping %d, O_DIRECT %d, ReadAt %d bytes; want %d, %d, 0", s.mmapd.Load(), s.directed.Load(), s.cached.Load(), half, half)
 	}
 }

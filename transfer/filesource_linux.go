@@ -36,9 +36,9 @@ const directAlign = 4096
 // (it starts readahead of what it misses, read a second time by
 // O_DIRECT). O_DIRECT turns itself off, for the rest of the transfer, at
 // the first sign that the file system does not have it (EINVAL), and so
-// does a probe that the kernel does not have; then pieces go through the
-// mapping, or ReadAt where there is none. Any other io.ReaderAt is read
-// through its ReadAt.
+// does a probe that the kernel does not have; then uncached pieces go
+// through ReadAt (the page cache), and with no probe every piece counts as
+// cached. Any other io.ReaderAt is read through its ReadAt.
 //
 // Only through the caller's descriptor: the mapping is made from it, and
 // the O_DIRECT descriptor is opened (through /proc/self/fd, read-only)
@@ -168,16 +168,16 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	start := off &^ (directAlign - 1)
 	end := off + int64(n)
 	span := (end - start + directAlign - 1) &^ (directAlign - 1)
-	direct := s.fd >= 0 && span <= int64(len(buf)) && s.useDirect.Load()
-	mapped := s.mapped != nil && end-s.mapOff <= int64(len(s.mapped)) // the file may have shrunk before it was mapped
-	if s.fd >= 0 && (mapped || direct) && (!direct || s.inCache(off, end)) {
-		if mapped {
-			s.mmapd.Add(int64(n))
-			return buf[:n], copyMapped(buf[:n], s.mapped[off-s.mapOff:end-s.mapOff], off)
-		}
-		direct = false
+	if s.fd < 0 {
+		s.cached.Add(int64(n))
+		return s.plain(ctx, buf[:n], off)
 	}
-	if !direct {
+	cached := s.inCache(off, end)
+	if cached && s.mapped != nil && end-s.mapOff <= int64(len(s.mapped)) { // the file may have shrunk before it was mapped
+		s.mmapd.Add(int64(n))
+		return buf[:n], copyMapped(buf[:n], s.mapped[off-s.mapOff:end-s.mapOff], off)
+	}
+	if cached || span > int64(len(buf)) || !s.useDirect.Load() {
 		s.cached.Add(int64(n))
 		return s.plain(ctx, buf[:n], off)
 	}
