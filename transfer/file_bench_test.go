@@ -22,6 +22,10 @@ import (
 //	  both rates and file/mmap, the figure issue 31 wants at >= 0.95;
 //	warm/pread: ToDeviceFromFile with the mapping off (every piece by
 //	  pread into the staging buffer), the way the mapping replaced;
+//	  warm/pread+evict the same with the piece flushed from the CPU caches
+//	  before its DMA; warm/populate the mapping with each piece's page
+//	  tables filled by one madvise; warm/mmap-fresh+ToDevice the engine
+//	  on a mapping made for each call, as ToDeviceFromFile makes one;
 //	warm/readfile+driver: what a Go program does without pinpool
 //	  (os.ReadFile, then the driver's copy of that pageable memory);
 //	cold/...: the same after the file was dropped from the page cache
@@ -78,10 +82,39 @@ func BenchmarkFileToDevice(b *testing.B) {
 		b.ReportMetric(float64(n)*float64(b.N)/tMap.Seconds()/1e9, "mmap-GB/s")
 		b.ReportMetric(tMap.Seconds()/tFile.Seconds(), "file/mmap")
 	})
-	pread := func(b *testing.B) {
-		sourceWays.mapped = false
-		defer func() { sourceWays.mapped = true }()
-		fromFile(b)
+	with := func(set func(on bool)) func(*testing.B) {
+		return func(b *testing.B) {
+			set(true)
+			defer set(false)
+			fromFile(b)
+		}
+	}
+	pread := with(func(on bool) { sourceWays.mapped = !on })
+	freshMap := func(b *testing.B) { // what ToDeviceFromFile's mapping costs the engine: made, faulted and unmapped each time
+		m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Munmap(m)
+		if err := c.ToDevice(ctx, d.Ptr(), m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, way := range []struct {
+		name string
+		run  func(*testing.B)
+	}{
+		{"populate", with(func(on bool) { sourceWays.populate = on })},
+		{"pread+evict", with(func(on bool) { sourceWays.mapped, sourceWays.evict = !on, on })},
+		{"mmap-fresh+ToDevice", freshMap},
+	} {
+		b.Run("warm/"+way.name, func(b *testing.B) {
+			warm()
+			b.SetBytes(n)
+			for b.Loop() {
+				way.run(b)
+			}
+		})
 	}
 	for _, way := range []struct {
 		name string
@@ -176,8 +209,8 @@ func BenchmarkFileCold(b *testing.B) {
 		directLanes  int
 		chunk, lanes int
 	}{
-		{"default", true, true, 4, 0, 0},
-		{"buffered", false, true, 4, 0, 0},
+		{"default/2MiB/4reads", true, true, 4, 0, 0},
+		{"buffered/2MiB/pread", false, true, 4, 0, 0},
 		{"direct/2MiB/2reads", true, true, 2, 0, 0},
 		{"direct/2MiB/8reads", true, true, 8, 0, 0},
 		{"direct/2MiB/16reads", true, true, 16, 0, 0},

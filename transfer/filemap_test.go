@@ -134,3 +134,24 @@ func TestFileMixed(t *testing.T) {
 		t.Fatalf("mapping %d, O_DIRECT %d, ReadAt %d bytes; want %d, %d, 0", s.mmapd.Load(), s.directed.Load(), s.cached.Load(), half, half)
 	}
 }
+
+// TestFileWays moves a cached file to the fake device every way the
+// benchmarks compare, byte-exact.
+func TestFileWays(t *testing.T) {
+	defer func() { sourceWays.mapped, sourceWays.populate, sourceWays.evict = true, false, false }()
+	e := newEnv(t, streamOpts)
+	const n = 1<<20 + 333
+	data := randomBytes(n+7, 17)
+	f := writeTemp(t, data)
+	for _, w := range []struct {
+		name                    string
+		mapped, populate, evict bool
+	}{{"mapped", true, false, false}, {"populate", true, true, false}, {"pread", false, false, false}, {"pread+evict", false, false, true}} {
+		sourceWays.mapped, sourceWays.populate, sourceWays.evict = w.mapped, w.populate, w.evict
+		dev := e.d.alloc(n)
+		if got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 7, n); err != nil || got != n {
+			t.Fatalf("%s: %d bytes, %v", w.name, got, err)
+		}
+		sameBytes(t, w.name, e.devBytes(dev, n), data[7:])
+	}
+}
