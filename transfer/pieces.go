@@ -287,7 +287,7 @@ type rangedDevice interface {
 	addressRange(p cuda.DevicePtr) (base cuda.DevicePtr, size uint64, err error)
 }
 
-// stream is one stream or file transfer under way: its context, pieces,
+// streamRun is one stream or file transfer under way: its context, pieces,
 // progress and start, counted in Stats as one transfer when it ends.
 type streamRun struct {
 	c    *Copier
