@@ -195,8 +195,9 @@ func BenchmarkFileToDevice(b *testing.B) {
 // page cache, every way the file source can read it: the default (the
 // probe, then O_DIRECT at most sourceWays.directLanes reads at once), the
 // buffered read (no O_DIRECT: pread through the page cache), O_DIRECT with
-// 2 to 16 reads at once, and with pieces of 4 MiB and 4 lanes: the
-// measurements behind the default.
+// 2 to 16 reads at once, with 4 lanes (Options.Lanes), and with pieces
+// of 4 MiB (Options.ChunkSize): which of the read size, the reads at once
+// and the lanes makes the cold rate, the measurements behind the default.
 func BenchmarkFileCold(b *testing.B) {
 	g, f, n, d := benchFile(b)
 	defer func() {
@@ -214,13 +215,15 @@ func BenchmarkFileCold(b *testing.B) {
 		{"direct/2MiB/2reads", true, true, 2, 0, 0},
 		{"direct/2MiB/8reads", true, true, 8, 0, 0},
 		{"direct/2MiB/16reads", true, true, 16, 0, 0},
+		{"direct/2MiB/4lanes", true, true, 4, 0, 4},
+		{"direct/4MiB/4reads", true, true, 4, 4 << 20, 0},
 		{"direct/4MiB/4lanes", true, true, 4, 4 << 20, 4},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			sourceWays.direct, sourceWays.mapped, sourceWays.directLanes = v.direct, v.mapped, v.directLanes
 			opt := Options{ChunkSize: v.chunk, Lanes: v.lanes}
-			if v.chunk > 0 {
-				opt.WindowBytes = int64(v.chunk * 2 * max(v.lanes, 1))
+			if v.chunk > 0 && v.lanes > 0 {
+				opt.WindowBytes = int64(v.chunk * 2 * v.lanes)
 			}
 			c := g.copier(b, opt)
 			b.SetBytes(n)
