@@ -84,14 +84,21 @@ var sourceWays = struct {
 }{true, probeCachestat, true, 4, false, false}
 
 // fileOf returns the *os.File behind r, if any, and its descriptor's
-// access mode (unix.O_RDONLY, O_WRONLY or O_RDWR).
+// access mode (unix.O_RDONLY, O_WRONLY or O_RDWR). It asks through
+// SyscallConn, which leaves the file as it was (Fd would put a pipe or a
+// socket in blocking mode).
 func fileOf(r any) (*os.File, int, bool) {
 	f, ok := r.(*os.File)
 	if !ok || f == nil {
 		return nil, 0, false
 	}
-	fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+	rc, err := f.SyscallConn()
 	if err != nil {
+		return nil, 0, false
+	}
+	var fl int
+	var flErr error
+	if err := rc.Control(func(fd uintptr) { fl, flErr = unix.FcntlInt(fd, unix.F_GETFL, 0) }); err != nil || flErr != nil {
 		return nil, 0, false
 	}
 	return f, fl & unix.O_ACCMODE, true
