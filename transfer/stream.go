@@ -27,8 +27,10 @@ import (
 // empty reads in a row) ends it with an error wrapping ErrContract: the
 // bytes of the read it miscounted are not copied. A panic in r ends it
 // with ErrCallbackPanic. n must fit the device allocation at dst
-// (ErrInvalidRange, before anything is read). A nil ctx never ends. For a
-// file, ToDeviceFromFile reads in parallel and is faster.
+// (ErrInvalidRange, before anything is read). A nil ctx never ends; ctx is
+// checked between reads, but a Read that never returns is waited for,
+// since the staging buffer it was given is its until it does. For a file,
+// ToDeviceFromFile reads in parallel and is faster.
 func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Reader, n int64) (int64, error) {
 	run, err := c.startStream(ctx, HostToDevice, "ToDeviceFrom", "reader", r == nil, dst, 0, n)
 	if err != nil || run == nil {
@@ -173,7 +175,8 @@ func checkWrite(what string, m, n int, err error) (int, error) {
 // theirs; a writer that breaks io.Writer's contract (a short write with no
 // error, a count below 0 or above what it was given) with ErrContract; a
 // panic in w with ErrCallbackPanic. n must fit the device allocation at
-// src (ErrInvalidRange). A nil ctx never ends.
+// src (ErrInvalidRange). A nil ctx never ends; a Write that never returns
+// is waited for, as in ToDeviceFrom.
 func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DevicePtr, n int64) (int64, error) {
 	run, err := c.startStream(ctx, DeviceToHost, "FromDeviceTo", "writer", w == nil, src, 0, n)
 	if err != nil || run == nil {
