@@ -24,8 +24,10 @@ import (
 //	  pread into the staging buffer), the way the mapping replaced;
 //	  warm/pread+evict the same with the piece flushed from the CPU caches
 //	  before its DMA; warm/populate the mapping with each piece's page
-//	  tables filled by one madvise; warm/mmap-fresh+ToDevice the engine
-//	  on a mapping made for each call, as ToDeviceFromFile makes one;
+//	  tables filled by one madvise; warm/...+keep with the page tables
+//	  left for the final munmap instead of dropped by each lane;
+//	  warm/mmap-fresh+ToDevice the engine on a mapping made for each
+//	  call, as ToDeviceFromFile makes one;
 //	warm/readfile+driver: what a Go program does without pinpool
 //	  (os.ReadFile, then the driver's copy of that pageable memory);
 //	cold/...: the same after the file was dropped from the page cache
@@ -105,6 +107,8 @@ func BenchmarkFileToDevice(b *testing.B) {
 		run  func(*testing.B)
 	}{
 		{"populate", with(func(on bool) { sourceWays.populate = on })},
+		{"populate+keep", with(func(on bool) { sourceWays.populate, sourceWays.keep = on, on })},
+		{"mapped+keep", with(func(on bool) { sourceWays.keep = on })},
 		{"pread+evict", with(func(on bool) { sourceWays.mapped, sourceWays.evict = !on, on })},
 		{"mmap-fresh+ToDevice", freshMap},
 	} {

@@ -138,16 +138,21 @@ func TestFileMixed(t *testing.T) {
 // TestFileWays moves a cached file to the fake device every way the
 // benchmarks compare, byte-exact.
 func TestFileWays(t *testing.T) {
-	defer func() { sourceWays.mapped, sourceWays.populate, sourceWays.evict = true, false, false }()
+	defer func() {
+		sourceWays.mapped, sourceWays.populate, sourceWays.evict, sourceWays.keep = true, false, false, false
+	}()
 	e := newEnv(t, streamOpts)
 	const n = 1<<20 + 333
 	data := randomBytes(n+7, 17)
 	f := writeTemp(t, data)
 	for _, w := range []struct {
-		name                    string
-		mapped, populate, evict bool
-	}{{"mapped", true, false, false}, {"populate", true, true, false}, {"pread", false, false, false}, {"pread+evict", false, false, true}} {
-		sourceWays.mapped, sourceWays.populate, sourceWays.evict = w.mapped, w.populate, w.evict
+		name                          string
+		mapped, populate, evict, keep bool
+	}{
+		{"mapped", true, false, false, false}, {"populate", true, true, false, false}, {"mapped+keep", true, false, false, true},
+		{"pread", false, false, false, false}, {"pread+evict", false, false, true, false},
+	} {
+		sourceWays.mapped, sourceWays.populate, sourceWays.evict, sourceWays.keep = w.mapped, w.populate, w.evict, w.keep
 		dev := e.d.alloc(n)
 		if got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 7, n); err != nil || got != n {
 			t.Fatalf("%s: %d bytes, %v", w.name, got, err)

@@ -81,7 +81,11 @@ var sourceWays = struct {
 	// the CPU caches before its DMA. Both are off by default, and
 	// BenchmarkFileToDevice's warm ways measure them beside the default.
 	populate, evict bool
-}{true, probeCachestat, true, 4, false, false}
+	// keep leaves a piece's page tables in place once it was copied, for
+	// the final munmap to clear all at once on one thread; by default each
+	// lane drops its piece's (MADV_DONTNEED), in parallel.
+	keep bool
+}{true, probeCachestat, true, 4, false, false, false}
 
 // fileOf returns the *os.File behind r, if any, and its descriptor's
 // access mode (unix.O_RDONLY, O_WRONLY or O_RDWR). It asks through
@@ -188,11 +192,18 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	cached := s.inCache(off, end)
 	if cached && s.mapped != nil && end-s.mapOff <= int64(len(s.mapped)) { // the file may have shrunk before it was mapped
 		s.mmapd.Add(int64(n))
+		pg := int64(os.Getpagesize())
+		pages := s.mapped[(off-s.mapOff)&^(pg-1) : min(int64(len(s.mapped)), (end-s.mapOff+pg-1)&^(pg-1))]
 		if sourceWays.populate {
-			pg := int64(os.Getpagesize())
-			unix.Madvise(s.mapped[(off-s.mapOff)&^(pg-1):end-s.mapOff], unix.MADV_POPULATE_READ) // a hint: the copy faults what it misses
+			unix.Madvise(pages, unix.MADV_POPULATE_READ) // a hint: the copy faults what it misses
 		}
-		return buf[:n], copyMapped(buf[:n], s.mapped[off-s.mapOff:end-s.mapOff], off)
+		err := copyMapped(buf[:n], s.mapped[off-s.mapOff:end-s.mapOff], off)
+		if !sourceWays.keep {
+			// Only the mapping's page tables go; the page cache keeps the
+			// pages. A neighbour that shares an edge page faults it again.
+			unix.Madvise(pages, unix.MADV_DONTNEED)
+		}
+		return buf[:n], err
 	}
 	if cached || span > int64(len(buf)) || !s.useDirect.Load() {
 		s.cached.Add(int64(n))
