@@ -38,8 +38,8 @@ import (
 // breaks its contract with ErrContract. A nil ctx never ends.
 func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.ReaderAt, off, n int64) (int64, error) {
 	if f != nil && n > 0 {
-		if err := checkReadable(f, off, n); err != nil {
-			return 0, fmt.Errorf("transfer: ToDeviceFromFile: %w", err)
+		if err := checkReadable("ToDeviceFromFile", f, off, n); err != nil {
+			return 0, err
 		}
 	}
 	run, err := c.startStream(ctx, HostToDevice, "ToDeviceFromFile", "file", f == nil, dst, off, n)
@@ -75,8 +75,8 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 // page cache when it returns; call f.Sync to have it on the disk.
 func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64, src cuda.DevicePtr, n int64) (int64, error) {
 	if f != nil && n > 0 {
-		if err := checkWritable(f); err != nil {
-			return 0, fmt.Errorf("transfer: FromDeviceToFile: %w", err)
+		if err := checkWritable("FromDeviceToFile", f); err != nil {
+			return 0, err
 		}
 	}
 	run, err := c.startStream(ctx, DeviceToHost, "FromDeviceToFile", "file", f == nil, src, off, n)
@@ -103,10 +103,10 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 type sized interface{ Size() int64 }
 
 // checkRange refuses [off, off+n) of a file of size bytes that ends past
-// it.
-func checkRange(off, n, size int64) error {
+// it, for the call what.
+func checkRange(what string, off, n, size int64) error {
 	if off > size || n > size-off {
-		return fmt.Errorf("%w: %d bytes at offset %d of a file of %d: %w", ErrInvalidRange, n, off, size, io.ErrUnexpectedEOF)
+		return fmt.Errorf("%w: %s: %d bytes at offset %d of a file of %d: %w", ErrInvalidRange, what, n, off, size, io.ErrUnexpectedEOF)
 	}
 	return nil
 }

@@ -108,29 +108,30 @@ func fileOf(r any) (*os.File, int, bool) {
 	return f, fl & unix.O_ACCMODE, true
 }
 
-// checkReadable refuses a transfer of [off, off+n) of r that r cannot
-// give: an *os.File not open for reading, or a range past the end of a
+// checkReadable refuses a transfer (the call what) of [off, off+n) of r
+// that r cannot give: an *os.File not open for reading, or a range past the end of a
 // regular file or of a reader with a Size.
-func checkReadable(r io.ReaderAt, off, n int64) error {
+func checkReadable(what string, r io.ReaderAt, off, n int64) error {
 	if f, mode, ok := fileOf(r); ok {
 		if mode == unix.O_WRONLY {
-			return fmt.Errorf("%w: %s is open for writing only", ErrFileMode, f.Name())
+			return fmt.Errorf("%w: %s: %s is open for writing only", ErrFileMode, what, f.Name())
 		}
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			return checkRange(off, n, fi.Size())
+			return checkRange(what, off, n, fi.Size())
 		}
 		return nil
 	}
 	if s, ok := r.(sized); ok {
-		return checkRange(off, n, s.Size())
+		return checkRange(what, off, n, s.Size())
 	}
 	return nil
 }
 
-// checkWritable refuses an *os.File that is not open for writing.
-func checkWritable(w io.WriterAt) error {
+// checkWritable refuses (for the call what) an *os.File that is not open
+// for writing.
+func checkWritable(what string, w io.WriterAt) error {
 	if f, mode, ok := fileOf(w); ok && mode == unix.O_RDONLY {
-		return fmt.Errorf("%w: %s is open for reading only", ErrFileMode, f.Name())
+		return fmt.Errorf("%w: %s: %s is open for reading only", ErrFileMode, what, f.Name())
 	}
 	return nil
 }

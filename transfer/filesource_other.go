@@ -16,22 +16,22 @@ func openSource(r io.ReaderAt, off, n int64) *source { return &source{r} }
 
 // checkReadable refuses a range past the end of a regular file or of a
 // reader with a Size.
-func checkReadable(r io.ReaderAt, off, n int64) error {
+func checkReadable(what string, r io.ReaderAt, off, n int64) error {
 	if f, ok := r.(*os.File); ok && f != nil {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			return checkRange(off, n, fi.Size())
+			return checkRange(what, off, n, fi.Size())
 		}
 		return nil
 	}
 	if s, ok := r.(sized); ok {
-		return checkRange(off, n, s.Size())
+		return checkRange(what, off, n, s.Size())
 	}
 	return nil
 }
 
 // checkWritable accepts every writer here: the file's WriteAt reports a
 // descriptor not open for writing.
-func checkWritable(w io.WriterAt) error { return nil }
+func checkWritable(what string, w io.WriterAt) error { return nil }
 
 // readAt reads n bytes at off into the staging buffer buf and returns them.
 func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]byte, error) {
