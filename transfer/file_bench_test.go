@@ -27,7 +27,9 @@ import (
 //	  tables filled by one madvise; warm/...+keep with the page tables
 //	  left for the final munmap instead of dropped by each lane;
 //	  warm/mmap-fresh+ToDevice the engine on a mapping made for each
-//	  call, as ToDeviceFromFile makes one;
+//	  call, as ToDeviceFromFile makes one; warm/mapped+cached-stores the
+//	  mapping copied with cached stores, as the engine's chunked mode
+//	  stages; warm/mapped+8lanes with half the stream lanes;
 //	warm/readfile+driver: what a Go program does without pinpool
 //	  (os.ReadFile, then the driver's copy of that pageable memory);
 //	cold/...: the same after the file was dropped from the page cache
@@ -42,6 +44,7 @@ func BenchmarkFileToDevice(b *testing.B) {
 	g, f, n, d := benchFile(b)
 	path := f.Name()
 	c := g.copier(b, Options{})
+	c4 := g.copier(b, Options{Lanes: 4})
 	ctx := context.Background()
 	warm := func() {
 		if _, err := os.ReadFile(path); err != nil {
@@ -111,6 +114,12 @@ func BenchmarkFileToDevice(b *testing.B) {
 		{"mapped+keep", with(func(on bool) { sourceWays.keep = on })},
 		{"pread+evict", with(func(on bool) { sourceWays.mapped, sourceWays.evict = !on, on })},
 		{"mmap-fresh+ToDevice", freshMap},
+		{"mapped+cached-stores", with(func(on bool) { sourceWays.cachedStores = on })},
+		{"mapped+8lanes", func(b *testing.B) { // Lanes 4: 8 stream lanes, not 16
+			if got, err := c4.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n); err != nil || got != n {
+				b.Fatalf("%d bytes, %v", got, err)
+			}
+		}},
 	} {
 		b.Run("warm/"+way.name, func(b *testing.B) {
 			warm()

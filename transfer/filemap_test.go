@@ -139,7 +139,7 @@ func TestFileMixed(t *testing.T) {
 // benchmarks compare, byte-exact.
 func TestFileWays(t *testing.T) {
 	defer func() {
-		sourceWays.mapped, sourceWays.populate, sourceWays.evict, sourceWays.keep = true, false, false, false
+		sourceWays.mapped, sourceWays.populate, sourceWays.evict, sourceWays.keep, sourceWays.cachedStores = true, false, false, false, false
 	}()
 	e := newEnv(t, streamOpts)
 	const n = 1<<20 + 333
@@ -150,9 +150,10 @@ func TestFileWays(t *testing.T) {
 		mapped, populate, evict, keep bool
 	}{
 		{"mapped", true, false, false, false}, {"populate", true, true, false, false}, {"mapped+keep", true, false, false, true},
-		{"pread", false, false, false, false}, {"pread+evict", false, false, true, false},
+		{"pread", false, false, false, false}, {"pread+evict", false, false, true, false}, {"cached stores", true, false, false, false},
 	} {
 		sourceWays.mapped, sourceWays.populate, sourceWays.evict, sourceWays.keep = w.mapped, w.populate, w.evict, w.keep
+		sourceWays.cachedStores = w.name == "cached stores"
 		dev := e.d.alloc(n)
 		if got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 7, n); err != nil || got != n {
 			t.Fatalf("%s: %d bytes, %v", w.name, got, err)

@@ -85,7 +85,10 @@ var sourceWays = struct {
 	// the final munmap to clear all at once on one thread; by default each
 	// lane drops its piece's (MADV_DONTNEED), in parallel.
 	keep bool
-}{true, probeCachestat, true, 4, false, false, false}
+	// cachedStores copies from the mapping with cached stores (copyBytes,
+	// as the engine's chunked mode stages) instead of streaming ones.
+	cachedStores bool
+}{true, probeCachestat, true, 4, false, false, false, false}
 
 // fileOf returns the *os.File behind r, if any, and its descriptor's
 // access mode (unix.O_RDONLY, O_WRONLY or O_RDWR). It asks through
@@ -254,7 +257,11 @@ func copyMapped(dst, src []byte, off int64) (err error) {
 			err = fmt.Errorf("%w: the file's page at %d is gone: %w", ErrFileChanged, at, io.ErrUnexpectedEOF)
 		}
 	}()
-	streamBytes(dst, src)
+	if sourceWays.cachedStores {
+		copyBytes(dst, src, true)
+	} else {
+		streamBytes(dst, src)
+	}
 	runtime.KeepAlive(src)
 	return nil
 }
