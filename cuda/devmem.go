@@ -51,6 +51,21 @@ func (c *Context) MemGetInfo() (free, total uint64, err error) {
 	return free, total, nil
 }
 
+// MemAddressRange returns the base address and size of the device
+// allocation that p lies in (cuMemGetAddressRange), so that a caller can
+// refuse a copy that would run past it before it starts. A driver without
+// the call gives an error wrapping ErrMissingSymbol; an address the driver
+// does not know, its *Error.
+func (c *Context) MemAddressRange(p DevicePtr) (base DevicePtr, size uint64, err error) {
+	if fn.cuMemGetAddressRange == 0 {
+		return 0, 0, fmt.Errorf("%w: cuMemGetAddressRange_v2", ErrMissingSymbol)
+	}
+	if r := c.call(fn.cuMemGetAddressRange, uintptr(unsafe.Pointer(&base)), uintptr(unsafe.Pointer(&size)), uintptr(p)); r != Success {
+		return 0, 0, check("cuMemGetAddressRange", r)
+	}
+	return base, size, nil
+}
+
 // MemsetD8 sets n bytes at dst to v and returns when done (the driver's
 // memset alone is asynchronous to the host for device memory).
 func (c *Context) MemsetD8(dst DevicePtr, v byte, n int) error {

@@ -19,6 +19,7 @@ var fn struct {
 	cuEventElapsedTime                                                             uintptr
 	cuModuleLoadDataEx, cuModuleUnload, cuModuleGetFunction, cuLaunchKernel        uintptr
 	cuMemcpyBatchAsync, cuMemcpyBatchAsyncV2                                       uintptr
+	cuMemGetAddressRange                                                           uintptr
 }
 
 // symbol is one driver function to look up: the versioned name that cuda.h
@@ -59,6 +60,7 @@ var symbols = []symbol{
 	{"cuMemAlloc_v2", "", false, &fn.cuMemAlloc},
 	{"cuMemFree_v2", "", false, &fn.cuMemFree},
 	{"cuMemGetInfo_v2", "", false, &fn.cuMemGetInfo},
+	{"cuMemGetAddressRange_v2", "", true, &fn.cuMemGetAddressRange},
 	{"cuMemsetD8_v2", "", false, &fn.cuMemsetD8},
 	{"cuMemsetD32_v2", "", false, &fn.cuMemsetD32},
 	{"cuMemsetD8Async", "", false, &fn.cuMemsetD8Async},

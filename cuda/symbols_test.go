@@ -49,7 +49,7 @@ func TestVersionedNames(t *testing.T) {
 		"cuMemcpyDtoH_v2", "cuMemcpyDtoHAsync_v2", "cuMemHostGetDevicePointer_v2",
 		"cuMemGetInfo_v2", "cuMemHostRegister_v2", "cuStreamDestroy_v2",
 		"cuEventDestroy_v2", "cuDevicePrimaryCtxRelease_v2", "cuEventElapsedTime_v2",
-		"cuDeviceTotalMem_v2", "cuMemsetD8_v2", "cuMemcpyDtoD_v2",
+		"cuDeviceTotalMem_v2", "cuMemsetD8_v2", "cuMemcpyDtoD_v2", "cuMemGetAddressRange_v2",
 	}
 	names := map[string]symbol{}
 	for _, s := range symbols {
@@ -64,7 +64,7 @@ func TestVersionedNames(t *testing.T) {
 		t.Error("cuEventElapsedTime_v2 (CUDA 12.8+) needs its plain fallback")
 	}
 	for _, opt := range []string{"cuMemHostRegister_v2", "cuMemHostUnregister", "cuStreamWaitEvent",
-		"cuMemcpyBatchAsync_v2", "cuMemcpyBatchAsync"} {
+		"cuMemcpyBatchAsync_v2", "cuMemcpyBatchAsync", "cuMemGetAddressRange_v2"} {
 		if !names[opt].optional {
 			t.Errorf("%s should be optional", opt)
 		}

@@ -26,8 +26,8 @@ type CopierStats interface {
 //	pinpool_transfer_staging_peak_bytes               the most held at once
 //	pinpool_transfer_staging_window_bytes             the window's bound
 //
-// direction is "H2D" or "D2H"; path is "direct", "staged", "pinned" or
-// "registered". rate(pinpool_transfer_bytes_total) over
+// direction is "H2D" or "D2H"; path is "direct", "staged", "pinned",
+// "registered" or "stream" (a stream or file transfer, one per call). rate(pinpool_transfer_bytes_total) over
 // rate(pinpool_transfer_seconds_total) of one path is the mean speed of one
 // transfer (transfers that run at once overlap); rate(..._seconds_total)
 // over rate(pinpool_transfers_total) is the mean duration. There is no
@@ -101,7 +101,7 @@ func (m *copierMetrics) collect(send func(*prometheus.Desc, prometheus.ValueType
 		for _, p := range []struct {
 			path transfer.Path
 			s    transfer.PathStats
-		}{{transfer.PathDirect, d.s.Direct}, {transfer.PathStaged, d.s.Staged}, {transfer.PathPinned, d.s.Pinned}, {transfer.PathRegistered, d.s.Registered}} {
+		}{{transfer.PathDirect, d.s.Direct}, {transfer.PathStaged, d.s.Staged}, {transfer.PathPinned, d.s.Pinned}, {transfer.PathRegistered, d.s.Registered}, {transfer.PathStream, d.s.Stream}} {
 			path := p.path.String()
 			send(m.transfers, prometheus.CounterValue, float64(p.s.Transfers), d.name, path)
 			send(m.bytes, prometheus.CounterValue, float64(p.s.Bytes), d.name, path)

@@ -62,8 +62,8 @@ func TestCopierScrape(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
 		}
 	}
-	if n := len(fams["pinpool_transfer_bytes_total"].GetMetric()); n != 8 {
-		t.Errorf("pinpool_transfer_bytes_total has %d series, want 2 directions × 4 paths", n)
+	if n := len(fams["pinpool_transfer_bytes_total"].GetMetric()); n != 10 {
+		t.Errorf("pinpool_transfer_bytes_total has %d series, want 2 directions × 5 paths", n)
 	}
 }
 
@@ -76,8 +76,8 @@ func TestCopierLint(t *testing.T) {
 	lintAll(t, "CollectAndLint", problems, err)
 	without := testutil.CollectAndCount(metrics.NewCollector(p))
 	with := testutil.CollectAndCount(c)
-	if with-without != 3*8+8 {
-		t.Errorf("WithCopier added %d samples, want 32", with-without)
+	if with-without != 3*10+8 {
+		t.Errorf("WithCopier added %d samples, want 38", with-without)
 	}
 }
 

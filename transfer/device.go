@@ -104,3 +104,8 @@ type cudaEvent struct{ e *cuda.Event }
 func (e cudaEvent) Done() (bool, error) { return e.e.Done() }
 func (e cudaEvent) synchronize() error  { return e.e.Synchronize() }
 func (e cudaEvent) destroy() error      { return e.e.Destroy() }
+
+// addressRange is the device allocation that p lies in (rangedDevice).
+func (d cudaDevice) addressRange(p cuda.DevicePtr) (cuda.DevicePtr, uint64, error) {
+	return d.c.MemAddressRange(p)
+}

@@ -38,13 +38,34 @@ var (
 	ErrAlreadyRegistered = alreadyRegistered{}
 
 	// ErrInvalidRange is returned by the stream and file transfers for a
-	// negative length or offset, or a nil reader, writer or file.
+	// negative length or offset, a nil reader, writer or file, an offset
+	// plus length that overflows, a device range that runs past its
+	// allocation, or a file range past the end of the file read; always
+	// before anything is allocated or moved.
 	ErrInvalidRange = errors.New("transfer: invalid range")
 
 	// ErrCallbackPanic is wrapped by the error of a stream or file
 	// transfer whose reader or writer panicked: the panic is caught, the
 	// transfer ends as after an error, and nothing is held.
 	ErrCallbackPanic = errors.New("transfer: reader or writer panicked")
+
+	// ErrContract is wrapped by the error of a stream or file transfer
+	// whose reader, writer or file broke its interface's contract: a count
+	// below 0 or above the buffer it was given, a short write with no error
+	// (beside io.ErrShortWrite), or reads that return nothing again and
+	// again (beside io.ErrNoProgress). The bytes of the call it miscounted
+	// are not moved, and the count the transfer returns is exact.
+	ErrContract = errors.New("transfer: reader or writer broke its contract")
+
+	// ErrFileMode is returned by ToDeviceFromFile for an *os.File not open
+	// for reading, and by FromDeviceToFile for one not open for writing,
+	// before anything moves: the file is used only through the caller's
+	// descriptor and as it allows.
+	ErrFileMode = errors.New("transfer: file not open for this transfer")
+
+	// ErrFileChanged is wrapped (beside io.ErrUnexpectedEOF) by the error
+	// of ToDeviceFromFile when the file was cut short while it was read.
+	ErrFileChanged = errors.New("transfer: file truncated during the transfer")
 
 	// ErrNotMapped is returned by the zero-copy helpers for memory that is
 	// not mapped into the device's address space, and for devices that

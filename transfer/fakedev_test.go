@@ -514,3 +514,16 @@ func (a *fakeAllocation) Free() error {
 	a.b.allocs.Add(-1)
 	return nil
 }
+
+// addressRange is the fake allocation that p lies in, as
+// cuMemGetAddressRange tells it (rangedDevice).
+func (d *fakeDevice) addressRange(p cuda.DevicePtr) (cuda.DevicePtr, uint64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, a := range d.devMem {
+		if p >= a.base && p < a.base+cuda.DevicePtr(len(a.mem)) {
+			return a.base, uint64(len(a.mem)), nil
+		}
+	}
+	return 0, 0, fmt.Errorf("fake device: cuMemGetAddressRange(%#x): %w", uintptr(p), cuda.ErrInvalidValue)
+}

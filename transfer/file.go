@@ -13,37 +13,53 @@ import (
 // dst, and returns how many bytes arrived: the pieces complete from the
 // start, all n when the error is nil. Several lanes read f in parallel at
 // the offsets they need (f.ReadAt must allow that, as *os.File's does),
-// each straight into a pinned staging buffer, while earlier pieces are
-// copied to the device; the pinned memory held stays within the copier's
-// window whatever n is.
+// each into a pinned staging buffer, while earlier pieces are copied to
+// the device; the pinned memory held stays within the copier's window
+// whatever n is.
 //
-// For an *os.File on Linux, a piece that is in the page cache is read from
-// it, and one that is not is read with O_DIRECT into the page-aligned
-// buffer (from a second descriptor of the same file), which skips the
-// page cache's copy; where the file system refuses O_DIRECT (tmpfs, some
+// For an *os.File on Linux (open for reading, else ErrFileMode), a piece
+// that is in the page cache is copied from a read-only mapping of the
+// caller's descriptor with streaming stores, which the DMA reads at full
+// speed; one that is not is read with O_DIRECT into the page-aligned
+// buffer (from a second, read-only descriptor of the same file, opened
+// only because the caller's is open for reading), which skips the page
+// cache's copy; where the file system refuses O_DIRECT (tmpfs, some
 // network file systems) or the range is not aligned for it, the piece is
-// read through the page cache.
+// read through the page cache. A file cut short during the transfer ends
+// it with an error wrapping ErrFileChanged and io.ErrUnexpectedEOF, never
+// with a crash.
 //
-// A file shorter than off+n ends the transfer with an error wrapping
-// io.ErrUnexpectedEOF; a read error, ctx ending (no further piece is
-// started; the pieces in flight complete) or Close end it with an error
-// wrapping theirs. A nil ctx never ends.
+// A range past the end of the file (for an *os.File, or a reader with a
+// Size method such as *bytes.Reader) is refused before anything moves with
+// an error wrapping ErrInvalidRange and io.ErrUnexpectedEOF; a file that
+// ends early anyway ends the transfer with io.ErrUnexpectedEOF; a read
+// error, ctx ending (no further piece is started; the pieces in flight
+// complete) or Close end it with an error wrapping theirs; a ReadAt that
+// breaks its contract with ErrContract. A nil ctx never ends.
 func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.ReaderAt, off, n int64) (int64, error) {
-	ctx, ps, p, err := c.startStream(ctx, "ToDeviceFromFile", "file", f == nil, off, n)
-	if err != nil || ps == nil {
+	if f != nil && n > 0 {
+		if err := checkReadable("ToDeviceFromFile", f, off, n); err != nil {
+			return 0, err
+		}
+	}
+	run, err := c.startStream(ctx, HostToDevice, "ToDeviceFromFile", "file", f == nil, dst, off, n)
+	if err != nil || run == nil {
 		return 0, err
 	}
-	defer c.end()
-	src := openSource(f)
+	ctx, ps, p := run.ctx, run.ps, run.p
+	src := openSource(f, off, n)
 	defer src.close()
-	c.stagedLanes(ctx, HostToDevice, ps, p, func(pc piece, buf []byte) error {
-		data, err := src.readAt(buf, pc.off, pc.n)
+	c.stagedLanes(ctx, HostToDevice, ps, p, c.streamLanes(ps.count), func(pc piece, buf []byte) (int, error) {
+		data, err := src.readAt(ctx, buf, pc.off, pc.n)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		return c.copyPiece(ctx, HostToDevice, dst+cuda.DevicePtr(pc.pos), data)
+		if err := c.copyPiece(ctx, HostToDevice, dst+cuda.DevicePtr(pc.pos), data); err != nil {
+			return 0, err
+		}
+		return pc.n, nil
 	})
-	return p.result(fmt.Sprintf("file to device, offset %d", off), n)
+	return run.finish(p.result(fmt.Sprintf("file to device, offset %d", off), n))
 }
 
 // FromDeviceToFile copies n bytes from the device at src into f at offset
@@ -51,37 +67,81 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 // the start, all n when the error is nil. Lanes copy pieces from the
 // device into pinned staging buffers and write them with f.WriteAt in
 // parallel (which *os.File allows); the pinned memory held stays within
-// the copier's window. Errors and ctx are as for ToDeviceFromFile. The
-// data is in the file's page cache when it returns; call f.Sync to have
-// it on the disk.
+// the copier's window. f is written through its own WriteAt only: an
+// *os.File not open for writing is refused with ErrFileMode before
+// anything moves. A WriteAt that takes fewer bytes than given with no
+// error, or reports more, ends the transfer with ErrContract. Errors and
+// ctx are otherwise as for ToDeviceFromFile. The data is in the file's
+// page cache when it returns; call f.Sync to have it on the disk.
 func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64, src cuda.DevicePtr, n int64) (int64, error) {
-	ctx, ps, p, err := c.startStream(ctx, "FromDeviceToFile", "file", f == nil, off, n)
-	if err != nil || ps == nil {
+	if f != nil && n > 0 {
+		if err := checkWritable("FromDeviceToFile", f); err != nil {
+			return 0, err
+		}
+	}
+	run, err := c.startStream(ctx, DeviceToHost, "FromDeviceToFile", "file", f == nil, src, off, n)
+	if err != nil || run == nil {
 		return 0, err
 	}
-	defer c.end()
-	c.stagedLanes(ctx, DeviceToHost, ps, p, func(pc piece, buf []byte) error {
-		b := buf[:pc.n]
+	ctx, ps, p := run.ctx, run.ps, run.p
+	c.stagedLanes(ctx, DeviceToHost, ps, p, c.streamLanes(ps.count), func(pc piece, buf []byte) (int, error) {
+		b := buf[:pc.n:pc.n]
 		if err := c.copyPiece(ctx, DeviceToHost, src+cuda.DevicePtr(pc.pos), b); err != nil {
-			return err
+			return 0, err
 		}
-		if _, err := caught("WriteAt", func() (int, error) { return f.WriteAt(b, pc.off) }); err != nil {
-			return fmt.Errorf("writing at %d: %w", pc.off, err)
+		m, err := caught("WriteAt", func() (int, error) { return f.WriteAt(b, pc.off) })
+		if k, err := checkWrite("WriteAt", m, len(b), err); err != nil {
+			return k, fmt.Errorf("writing at %d: %w", pc.off+int64(k), err)
 		}
-		return nil
+		return pc.n, nil
 	})
-	return p.result(fmt.Sprintf("device to file, offset %d", off), n)
+	return run.finish(p.result(fmt.Sprintf("device to file, offset %d", off), n))
 }
 
-// readFullAt reads len(b) bytes of r at off; a short file is an error
-// wrapping io.ErrUnexpectedEOF that says where it ended.
-func readFullAt(r io.ReaderAt, b []byte, off int64) error {
-	k, err := caught("ReadAt", func() (int, error) { return r.ReadAt(b, off) })
-	if k == len(b) {
-		return nil
+// sized is a reader that knows its size, as *bytes.Reader and
+// *io.SectionReader do.
+type sized interface{ Size() int64 }
+
+// checkRange refuses [off, off+n) of a file of size bytes that ends past
+// it, for the call what.
+func checkRange(what string, off, n, size int64) error {
+	if off > size || n > size-off {
+		return fmt.Errorf("%w: %s: %d bytes at offset %d of a file of %d: %w", ErrInvalidRange, what, n, off, size, io.ErrUnexpectedEOF)
 	}
-	if err == nil || errors.Is(err, io.EOF) {
-		return fmt.Errorf("the file ends at %d, before %d: %w", off+int64(k), off+int64(len(b)), io.ErrUnexpectedEOF)
+	return nil
+}
+
+// readFullAt reads len(b) bytes of r at off, trusting no count; a short
+// file is an error wrapping io.ErrUnexpectedEOF that says where it ended.
+// A short read with no error, which io.ReaderAt does not allow, is read on
+// from where it stopped; a count below 0 or above what was asked, or a
+// run of empty reads, is ErrContract; ctx ending between reads ends it.
+func readFullAt(ctx context.Context, r io.ReaderAt, b []byte, off int64) error {
+	k, empty := 0, 0
+	for k < len(b) {
+		want := len(b) - k
+		m, err := caught("ReadAt", func() (int, error) { return r.ReadAt(b[k:], off+int64(k)) })
+		if m < 0 || m > want {
+			return fmt.Errorf("%w: ReadAt of %d bytes at %d returned %d", ErrContract, want, off+int64(k), m)
+		}
+		k += m
+		switch {
+		case k == len(b):
+			return nil
+		case err == nil && m == 0:
+			if empty++; empty >= emptyReads {
+				return fmt.Errorf("%w: %d ReadAt calls in a row at %d returned no byte and no error: %w", ErrContract, empty, off+int64(k), io.ErrNoProgress)
+			}
+		case err == nil:
+			empty = 0
+		case errors.Is(err, io.EOF):
+			return fmt.Errorf("the file ends at %d, before %d: %w", off+int64(k), off+int64(len(b)), io.ErrUnexpectedEOF)
+		default:
+			return fmt.Errorf("reading at %d: %w", off+int64(k), err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
-	return fmt.Errorf("reading at %d: %w", off+int64(k), err)
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -13,27 +14,45 @@ import (
 )
 
 // BenchmarkFileToDevice moves the file $PINPOOL_BENCH_FILE (on the GPU
-// host: the 4 GiB safetensors file PyTorch wrote, scripts/gpu-run.sh) to
-// the device and back, beside what a Go program does without pinpool
-// (os.ReadFile, then the driver's copy of that pageable memory; the
-// driver's copy to Go memory, then os.WriteFile), in the same run:
+// host: the 4 GiB safetensors file PyTorch wrote, scripts/gpu-run.sh, or any
+// large file) to the device and back, in the same run:
 //
-//	warm: the file is in the page cache;
-//	cold: the file was dropped from it (fsync, then POSIX_FADV_DONTNEED) before each iteration.
+//	warm/ratio: the file in the page cache, through ToDeviceFromFile and
+//	  mapped (mmap) through ToDevice, each iteration both ways; it reports
+//	  both rates and file/mmap, the figure issue 31 wants at >= 0.95;
+//	warm/pread: ToDeviceFromFile with the mapping off (every piece by
+//	  pread into the staging buffer), the way the mapping replaced;
+//	  warm/pread+evict the same with the piece flushed from the CPU caches
+//	  before its DMA; warm/populate the mapping with each piece's page
+//	  tables filled by one madvise; warm/...+keep with the page tables
+//	  left for the final munmap instead of dropped by each lane;
+//	  warm/mmap-fresh+ToDevice the engine on a mapping made for each
+//	  call, as ToDeviceFromFile makes one; warm/mapped+cached-stores the
+//	  mapping copied with cached stores, as the engine's chunked mode
+//	  stages; warm/mapped+8lanes with half the stream lanes;
+//	warm/readfile+driver: what a Go program does without pinpool
+//	  (os.ReadFile, then the driver's copy of that pageable memory);
+//	cold/...: the same after the file was dropped from the page cache
+//	  (fsync, then POSIX_FADV_DONTNEED) before each iteration;
+//	to-file/...: FromDeviceToFile into a new file beside a buffered write
+//	  (one write(2) of the same bytes from Go memory) and an O_DIRECT write
+//	  of them (4 MiB writes from aligned memory), each after the previous
+//	  file's pages were written out.
 //
 //	PINPOOL_BENCH_FILE=/data/model.safetensors go test -run '^$' -bench FileToDevice -benchtime 3x ./transfer
 func BenchmarkFileToDevice(b *testing.B) {
 	g, f, n, d := benchFile(b)
 	path := f.Name()
 	c := g.copier(b, Options{})
-	drop := func() { dropCache(b, f) }
+	c4 := g.copier(b, Options{Lanes: 4})
+	ctx := context.Background()
 	warm := func() {
 		if _, err := os.ReadFile(path); err != nil {
 			b.Fatal(err)
 		}
 	}
-	pinpool := func(b *testing.B) {
-		if got, err := c.ToDeviceFromFile(context.Background(), d.Ptr(), f, 0, n); err != nil || got != n {
+	fromFile := func(b *testing.B) {
+		if got, err := c.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n); err != nil || got != n {
 			b.Fatalf("%d bytes, %v", got, err)
 		}
 	}
@@ -46,10 +65,74 @@ func BenchmarkFileToDevice(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.Run("warm/ratio", func(b *testing.B) {
+		m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Munmap(m)
+		warm()
+		var tFile, tMap time.Duration
+		b.SetBytes(2 * n)
+		for b.Loop() {
+			t0 := time.Now()
+			fromFile(b)
+			t1 := time.Now()
+			if err := c.ToDevice(ctx, d.Ptr(), m); err != nil {
+				b.Fatal(err)
+			}
+			tFile, tMap = tFile+t1.Sub(t0), tMap+time.Since(t1)
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/tFile.Seconds()/1e9, "file-GB/s")
+		b.ReportMetric(float64(n)*float64(b.N)/tMap.Seconds()/1e9, "mmap-GB/s")
+		b.ReportMetric(tMap.Seconds()/tFile.Seconds(), "file/mmap")
+	})
+	with := func(set func(on bool)) func(*testing.B) {
+		return func(b *testing.B) {
+			set(true)
+			defer set(false)
+			fromFile(b)
+		}
+	}
+	pread := with(func(on bool) { sourceWays.mapped = !on })
+	freshMap := func(b *testing.B) { // what ToDeviceFromFile's mapping costs the engine: made, faulted and unmapped each time
+		m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Munmap(m)
+		if err := c.ToDevice(ctx, d.Ptr(), m); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for _, way := range []struct {
 		name string
 		run  func(*testing.B)
-	}{{"pinpool", pinpool}, {"readfile+driver", plain}} {
+	}{
+		{"populate", with(func(on bool) { sourceWays.populate = on })},
+		{"populate+keep", with(func(on bool) { sourceWays.populate, sourceWays.keep = on, on })},
+		{"mapped+keep", with(func(on bool) { sourceWays.keep = on })},
+		{"pread+evict", with(func(on bool) { sourceWays.mapped, sourceWays.evict = !on, on })},
+		{"mmap-fresh+ToDevice", freshMap},
+		{"mapped+cached-stores", with(func(on bool) { sourceWays.cachedStores = on })},
+		{"mapped+8lanes", func(b *testing.B) { // Lanes 4: 8 stream lanes, not 16
+			if got, err := c4.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n); err != nil || got != n {
+				b.Fatalf("%d bytes, %v", got, err)
+			}
+		}},
+	} {
+		b.Run("warm/"+way.name, func(b *testing.B) {
+			warm()
+			b.SetBytes(n)
+			for b.Loop() {
+				way.run(b)
+			}
+		})
+	}
+	for _, way := range []struct {
+		name string
+		run  func(*testing.B)
+	}{{"pinpool", fromFile}, {"pread", pread}, {"readfile+driver", plain}} {
 		b.Run("warm/"+way.name, func(b *testing.B) {
 			warm()
 			b.SetBytes(n)
@@ -61,7 +144,7 @@ func BenchmarkFileToDevice(b *testing.B) {
 			b.SetBytes(n)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				drop()
+				dropCache(b, f)
 				b.StartTimer()
 				way.run(b)
 			}
@@ -69,56 +152,91 @@ func BenchmarkFileToDevice(b *testing.B) {
 	}
 	out := filepath.Join(filepath.Dir(path), "bench-out.bin")
 	defer os.Remove(out)
-	b.Run("to-file/pinpool", func(b *testing.B) {
+	host := make([]byte, n) // the bytes written by the plain ways
+	if err := g.ctx.CopyDtoH(host, d.Ptr()); err != nil {
+		b.Fatal(err)
+	}
+	toFile := func(b *testing.B, flags int, write func(w *os.File)) {
 		b.SetBytes(n)
-		for b.Loop() {
-			w, err := os.Create(out)
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			os.Remove(out)
+			unix.Sync() // the last file's dirty pages out of the way
+			w, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE|os.O_TRUNC|flags, 0o644)
 			if err != nil {
-				b.Fatal(err)
+				b.Skipf("cannot open %s with flags %#x: %v", out, flags, err)
 			}
-			if got, err := c.FromDeviceToFile(context.Background(), w, 0, d.Ptr(), n); err != nil || got != n {
+			b.StartTimer()
+			write(w)
+			b.StopTimer()
+			w.Close()
+			b.StartTimer()
+		}
+	}
+	b.Run("to-file/pinpool", func(b *testing.B) {
+		toFile(b, 0, func(w *os.File) {
+			if got, err := c.FromDeviceToFile(ctx, w, 0, d.Ptr(), n); err != nil || got != n {
 				b.Fatalf("%d bytes, %v", got, err)
 			}
-			w.Close()
-		}
+		})
 	})
-	b.Run("to-file/driver+writefile", func(b *testing.B) {
-		b.SetBytes(n)
-		for b.Loop() {
-			data := make([]byte, n)
-			if err := g.ctx.CopyDtoH(data, d.Ptr()); err != nil {
+	b.Run("to-file/buffered-write", func(b *testing.B) {
+		toFile(b, 0, func(w *os.File) {
+			if _, err := w.Write(host); err != nil {
 				b.Fatal(err)
 			}
-			if err := os.WriteFile(out, data, 0o644); err != nil {
-				b.Fatal(err)
+		})
+	})
+	b.Run("to-file/direct-write", func(b *testing.B) {
+		al := g.pinnedMem(b, 4<<20) // page-aligned, as O_DIRECT wants
+		toFile(b, unix.O_DIRECT, func(w *os.File) {
+			for off := int64(0); off < n; off += int64(len(al)) {
+				k := min(int64(len(al)), n-off)
+				if k%directAlign != 0 {
+					k = (k + directAlign - 1) &^ (directAlign - 1) // the tail, padded: the file ends a little longer
+				}
+				copy(al[:k], host[off:min(off+k, n)])
+				if _, err := w.WriteAt(al[:k], off); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
+		})
 	})
 }
 
 // BenchmarkFileCold reads $PINPOOL_BENCH_FILE to the device from a cold
-// page cache, every way the file source can read it, with pieces of 2 to
-// 16 MiB and 2 to 16 lanes: the measurements behind the default.
+// page cache, every way the file source can read it: the default (the
+// probe, then O_DIRECT at most sourceWays.directLanes reads at once), the
+// buffered read (no O_DIRECT: pread through the page cache), O_DIRECT with
+// 2 to 16 reads at once, with 4 lanes (Options.Lanes), and with pieces
+// of 4 MiB (Options.ChunkSize): which of the read size, the reads at once
+// and the lanes makes the cold rate, the measurements behind the default.
 func BenchmarkFileCold(b *testing.B) {
 	g, f, n, d := benchFile(b)
-	defer func() { sourceWays.direct, sourceWays.firstWay = true, probeCachestat }()
+	defer func() {
+		sourceWays.direct, sourceWays.firstWay, sourceWays.mapped, sourceWays.directLanes = true, probeCachestat, true, 4
+	}()
 	for _, v := range []struct {
 		name         string
 		direct       bool
-		probe        int32
+		mapped       bool
+		directLanes  int
 		chunk, lanes int
 	}{
-		{"default", true, probeCachestat, 0, 0},
-		{"mincore", true, probeMincore, 0, 0},
-		{"buffered", false, probeCachestat, 0, 0},
-		{"direct/8MiB/4lanes", true, probeCachestat, 8 << 20, 4},
-		{"direct/4MiB/4lanes", true, probeCachestat, 4 << 20, 4},
+		{"default/2MiB/4reads", true, true, 4, 0, 0},
+		{"buffered/2MiB/pread", false, true, 4, 0, 0},
+		{"direct/2MiB/2reads", true, true, 2, 0, 0},
+		{"direct/2MiB/8reads", true, true, 8, 0, 0},
+		{"direct/2MiB/16reads", true, true, 16, 0, 0},
+		{"direct/2MiB/4lanes", true, true, 4, 0, 4},
+		{"direct/4MiB/4reads", true, true, 4, 4 << 20, 0},
+		{"direct/4MiB/4lanes", true, true, 4, 4 << 20, 4},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			sourceWays.direct, sourceWays.firstWay = v.direct, v.probe
+			sourceWays.direct, sourceWays.mapped, sourceWays.directLanes = v.direct, v.mapped, v.directLanes
 			opt := Options{ChunkSize: v.chunk, Lanes: v.lanes}
-			if v.chunk > 0 {
-				opt.WindowBytes = int64(v.chunk * 2 * max(v.lanes, 1))
+			if v.chunk > 0 && v.lanes > 0 {
+				opt.WindowBytes = int64(v.chunk * 2 * v.lanes)
 			}
 			c := g.copier(b, opt)
 			b.SetBytes(n)

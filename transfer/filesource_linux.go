@@ -1,10 +1,13 @@
 package transfer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"unsafe"
 
@@ -12,30 +15,49 @@ import (
 )
 
 // directAlign is the alignment of O_DIRECT reads: offset, length and
-// memory, the page size (which covers every logical block size in use).
+// memory, 4 KiB, which covers every logical block size in use. The
+// page-cache probe and the mapping use the system's page size instead
+// (os.Getpagesize), which is larger on some arm64 systems.
 const directAlign = 4096
 
-// source reads the pieces of a file. For an *os.File it asks the kernel
-// whether a piece is in the page cache, without reading it (cachestat,
-// Linux 6.5; mincore of a mapping of the range before that): a cached
-// piece is copied from the page cache; one that is not is read with
-// O_DIRECT from a second descriptor of the file, straight into the pinned
-// buffer, skipping the page cache's copy and its readahead. A buffered
-// read with RWF_NOWAIT as the probe halved the cold rate (it starts
-// readahead of what it misses, read a second time by O_DIRECT): see
-// docs/results/2026-12-01-files-to-gpu.md. O_DIRECT turns itself off, for
-// the rest of the transfer, at the first sign that the file system does
-// not have it (EINVAL), and so does a probe that the kernel does not have;
-// then pieces go through ReadAt.
+// source reads the pieces of a file. For an *os.File open for reading it
+// maps the range read-only through the caller's descriptor and asks the
+// kernel which pieces are in the page cache (cachestat, Linux 6.5; mincore
+// of the mapping before that). A cached piece is copied from the mapping
+// with streaming stores: the staging buffer a DMA reads next should not
+// sit in the cores' caches (BenchmarkStagingDMA), and a pread writes it
+// with ordinary stores, which BenchmarkFileToDevice's warm ratio (the file
+// through ToDeviceFromFile beside its mapping through ToDevice) measures.
+// A piece that is not cached is read with O_DIRECT from a second,
+// read-only descriptor of the file straight into the pinned buffer,
+// skipping the page cache's copy and its readahead, at most directLanes
+// reads at once (BenchmarkFileCold compares the counts and the buffered
+// read). A buffered read with RWF_NOWAIT as the probe halved the cold rate
+// (it starts readahead of what it misses, read a second time by
+// O_DIRECT). O_DIRECT turns itself off, for the rest of the transfer, at
+// the first sign that the file system does not have it (EINVAL), and so
+// does a probe that the kernel does not have; then uncached pieces go
+// through ReadAt (the page cache), and with no probe every piece counts as
+// cached. Any other io.ReaderAt is read through its ReadAt.
+//
+// Only through the caller's descriptor: the mapping is made from it, and
+// the O_DIRECT descriptor is opened (through /proc/self/fd, read-only)
+// only when the caller's descriptor is open for reading itself, so the
+// transfer reads nothing the caller's descriptor could not. Writes
+// (FromDeviceToFile) go through the caller's WriteAt alone.
 type source struct {
 	r      io.ReaderAt
 	fd     int      // the file's descriptor, for the probe; -1: none
 	size   int64    // the file's size when opened
 	direct *os.File // the same file opened with O_DIRECT; nil: none
+	slots  chan struct{}
 
-	useDirect        atomic.Bool
-	probe            atomic.Int32 // probeCachestat, probeMincore or probeNone
-	cached, directed atomic.Int64 // bytes read each way (tests)
+	mapped []byte // the file from mapOff, read-only; nil: none
+	mapOff int64
+
+	useDirect               atomic.Bool
+	probe                   atomic.Int32 // probeCachestat, probeMincore or probeNone
+	cached, directed, mmapd atomic.Int64 // bytes read each way (tests)
 }
 
 const (
@@ -44,32 +66,110 @@ const (
 	probeNone
 )
 
-// sourceWays switches O_DIRECT off, or the probe down to mincore, for
-// benchmarks and tests that compare the ways.
+// sourceWays switches the ways of reading a file on and off, for
+// benchmarks and tests that compare them: O_DIRECT, the probe to start
+// with, the mapping, and how many O_DIRECT reads one transfer runs at
+// once.
 var sourceWays = struct {
-	direct   bool
-	firstWay int32
-}{true, probeCachestat}
+	direct      bool
+	firstWay    int32
+	mapped      bool
+	directLanes int
+	// populate fills a piece's page tables with one madvise
+	// (MADV_POPULATE_READ) before it is copied from the mapping, instead
+	// of a fault per few pages; evict flushes a piece read with pread from
+	// the CPU caches before its DMA. Both are off by default, and
+	// BenchmarkFileToDevice's warm ways measure them beside the default.
+	populate, evict bool
+	// keep leaves a piece's page tables in place once it was copied, for
+	// the final munmap to clear all at once on one thread; by default each
+	// lane drops its piece's (MADV_DONTNEED), in parallel.
+	keep bool
+	// cachedStores copies from the mapping with cached stores (copyBytes,
+	// as the engine's chunked mode stages) instead of streaming ones.
+	cachedStores bool
+}{true, probeCachestat, true, 4, false, false, false, false}
 
-func openSource(r io.ReaderAt) *source {
-	s := &source{r: r, fd: -1}
+// fileOf returns the *os.File behind r, if any, and its descriptor's
+// access mode (unix.O_RDONLY, O_WRONLY or O_RDWR). It asks through
+// SyscallConn, which leaves the file as it was (Fd would put a pipe or a
+// socket in blocking mode).
+func fileOf(r any) (*os.File, int, bool) {
 	f, ok := r.(*os.File)
-	if !ok || !sourceWays.direct {
+	if !ok || f == nil {
+		return nil, 0, false
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, 0, false
+	}
+	var fl int
+	var flErr error
+	if err := rc.Control(func(fd uintptr) { fl, flErr = unix.FcntlInt(fd, unix.F_GETFL, 0) }); err != nil || flErr != nil {
+		return nil, 0, false
+	}
+	return f, fl & unix.O_ACCMODE, true
+}
+
+// checkReadable refuses a transfer (the call what) of [off, off+n) of r
+// that r cannot give: an *os.File not open for reading, or a range past the end of a
+// regular file or of a reader with a Size.
+func checkReadable(what string, r io.ReaderAt, off, n int64) error {
+	if f, mode, ok := fileOf(r); ok {
+		if mode == unix.O_WRONLY {
+			return fmt.Errorf("%w: %s: %s is open for writing only", ErrFileMode, what, f.Name())
+		}
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return checkRange(what, off, n, fi.Size())
+		}
+		return nil
+	}
+	if s, ok := r.(sized); ok {
+		return checkRange(what, off, n, s.Size())
+	}
+	return nil
+}
+
+// checkWritable refuses (for the call what) an *os.File that is not open
+// for writing.
+func checkWritable(what string, w io.WriterAt) error {
+	if f, mode, ok := fileOf(w); ok && mode == unix.O_RDONLY {
+		return fmt.Errorf("%w: %s: %s is open for reading only", ErrFileMode, what, f.Name())
+	}
+	return nil
+}
+
+// openSource prepares the reads of [off, off+n) of r (checked by
+// checkReadable).
+func openSource(r io.ReaderAt, off, n int64) *source {
+	s := &source{r: r, fd: -1, slots: make(chan struct{}, max(1, sourceWays.directLanes))}
+	f, mode, ok := fileOf(r)
+	if !ok || mode == unix.O_WRONLY {
 		return s
 	}
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return s
 	}
+	s.fd, s.size = int(f.Fd()), fi.Size()
+	s.probe.Store(sourceWays.firstWay)
+	if pg := int64(os.Getpagesize()); sourceWays.mapped {
+		start, end := off&^(pg-1), min(off+n, s.size)
+		if m, err := unix.Mmap(s.fd, start, int(end-start), unix.PROT_READ, unix.MAP_SHARED); err == nil {
+			s.mapped, s.mapOff = m, start
+		}
+	}
+	if !sourceWays.direct {
+		return s
+	}
 	// Reopen through /proc, so that the O_DIRECT flag does not change the
 	// caller's descriptor, and the name need not still lead to the file.
-	d, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_RDONLY|unix.O_DIRECT, 0)
+	d, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", s.fd), os.O_RDONLY|unix.O_DIRECT, 0)
 	if err != nil {
 		return s // tmpfs and others refuse O_DIRECT at open
 	}
-	s.fd, s.size, s.direct = int(f.Fd()), fi.Size(), d
+	s.direct = d
 	s.useDirect.Store(true)
-	s.probe.Store(sourceWays.firstWay)
 	return s
 }
 
@@ -77,46 +177,107 @@ func (s *source) close() {
 	if s.direct != nil {
 		s.direct.Close()
 	}
+	if s.mapped != nil {
+		unix.Munmap(s.mapped)
+	}
 }
 
 // readAt reads n bytes at off into the staging buffer buf (page-aligned,
 // ChunkSize bytes) and returns them: a sub-slice of buf, which starts
 // where off lies in its page when the piece was read with O_DIRECT.
-func (s *source) readAt(buf []byte, off int64, n int) ([]byte, error) {
+func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]byte, error) {
 	start := off &^ (directAlign - 1)
 	end := off + int64(n)
 	span := (end - start + directAlign - 1) &^ (directAlign - 1)
-	if s.fd < 0 || span > int64(len(buf)) || !s.useDirect.Load() || s.inCache(start, end) {
+	if s.fd < 0 {
 		s.cached.Add(int64(n))
-		return s.plain(buf[:n], off)
+		return s.plain(ctx, buf[:n], off)
 	}
-	delta := int(off - start)
+	cached := s.inCache(off, end)
+	if cached && s.mapped != nil && end-s.mapOff <= int64(len(s.mapped)) { // the file may have shrunk before it was mapped
+		s.mmapd.Add(int64(n))
+		pg := int64(os.Getpagesize())
+		pages := s.mapped[(off-s.mapOff)&^(pg-1) : min(int64(len(s.mapped)), (end-s.mapOff+pg-1)&^(pg-1))]
+		if sourceWays.populate {
+			unix.Madvise(pages, unix.MADV_POPULATE_READ) // a hint: the copy faults what it misses
+		}
+		err := copyMapped(buf[:n], s.mapped[off-s.mapOff:end-s.mapOff], off)
+		if !sourceWays.keep {
+			// Only the mapping's page tables go; the page cache keeps the
+			// pages. A neighbour that shares an edge page faults it again.
+			unix.Madvise(pages, unix.MADV_DONTNEED)
+		}
+		return buf[:n], err
+	}
+	if cached || span > int64(len(buf)) || !s.useDirect.Load() {
+		s.cached.Add(int64(n))
+		b, err := s.plain(ctx, buf[:n], off)
+		if err == nil && sourceWays.evict {
+			evictBytes(b)
+		}
+		return b, err
+	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	k, err := s.direct.ReadAt(buf[:span], start) // loops until span bytes or the end of the file
+	<-s.slots
 	if err == nil || errors.Is(err, io.EOF) {
 		if got := start + int64(k); got < end {
 			return nil, fmt.Errorf("the file ends at %d, before %d: %w", got, end, io.ErrUnexpectedEOF)
 		}
 		s.directed.Add(int64(n))
+		delta := int(off - start)
 		return buf[delta : delta+n], nil
 	}
 	if !errors.Is(err, unix.EINVAL) {
 		return nil, fmt.Errorf("reading at %d: %w", start, err)
 	}
 	s.useDirect.Store(false) // the file system takes no O_DIRECT here
-	s.cached.Add(int64(n))
-	return s.plain(buf[:n], off)
+	return s.readAt(ctx, buf, off, n)
 }
 
-// inCache reports whether every page of [start, end) (start page-aligned)
-// that lies in the file is in the page cache. A probe the kernel does not
-// have gives way to the next; with none left, every piece counts as
-// cached (read through the page cache: never slower than a buffered read).
+// copyMapped copies src, the mapping of the file at off, into dst with
+// streaming stores. A page of the mapping that the file no longer has
+// (truncated since it was mapped) faults; the fault becomes an error
+// wrapping ErrFileChanged and io.ErrUnexpectedEOF instead of ending the
+// process.
+func copyMapped(dst, src []byte, off int64) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			f, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			at := off + int64(f.Addr()-uintptr(unsafe.Pointer(unsafe.SliceData(src))))
+			err = fmt.Errorf("%w: the file's page at %d is gone: %w", ErrFileChanged, at, io.ErrUnexpectedEOF)
+		}
+	}()
+	if sourceWays.cachedStores {
+		copyBytes(dst, src, true)
+	} else {
+		streamBytes(dst, src)
+	}
+	runtime.KeepAlive(src)
+	return nil
+}
+
+// inCache reports whether every page of [start, end) that lies in the
+// file is in the page cache. A probe the kernel does not have gives way to
+// the next; with none left, every piece counts as cached (read through the
+// page cache: never slower than a buffered read).
 func (s *source) inCache(start, end int64) bool {
+	pg := int64(os.Getpagesize())
+	start &^= pg - 1
 	end = min(end, s.size)
 	if end <= start {
 		return true
 	}
-	pages := uint64((end - start + directAlign - 1) / directAlign)
+	pages := uint64((end - start + pg - 1) / pg)
 	for {
 		switch s.probe.Load() {
 		case probeCachestat:
@@ -127,7 +288,7 @@ func (s *source) inCache(start, end int64) bool {
 			}
 			s.probe.CompareAndSwap(probeCachestat, probeMincore) // ENOSYS before Linux 6.5
 		case probeMincore:
-			if cached, err := mincoreCached(s.fd, start, end); err == nil {
+			if cached, err := s.mincoreCached(start, end, pg); err == nil {
 				return cached
 			}
 			s.probe.CompareAndSwap(probeMincore, probeNone)
@@ -137,15 +298,21 @@ func (s *source) inCache(start, end int64) bool {
 	}
 }
 
-// mincoreCached maps [start, end) of the file (start page-aligned) without
-// touching it and asks mincore whether every page is resident.
-func mincoreCached(fd int, start, end int64) (bool, error) {
-	m, err := unix.Mmap(fd, start, int(end-start), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return false, err
+// mincoreCached asks mincore whether every page of [start, end) (start
+// page-aligned) is resident, on the source's mapping when it covers the
+// range, else on a mapping of the range made for the question.
+func (s *source) mincoreCached(start, end, pg int64) (bool, error) {
+	m := []byte(nil)
+	if s.mapped != nil && start >= s.mapOff && end <= s.mapOff+int64(len(s.mapped)) {
+		m = s.mapped[start-s.mapOff : end-s.mapOff]
+	} else {
+		var err error
+		if m, err = unix.Mmap(s.fd, start, int(end-start), unix.PROT_READ, unix.MAP_SHARED); err != nil {
+			return false, err
+		}
+		defer unix.Munmap(m)
 	}
-	defer unix.Munmap(m)
-	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	vec := make([]byte, (int64(len(m))+pg-1)/pg)
 	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(m))), uintptr(len(m)), uintptr(unsafe.Pointer(unsafe.SliceData(vec)))); e != 0 {
 		return false, e
 	}
@@ -158,8 +325,8 @@ func mincoreCached(fd int, start, end int64) (bool, error) {
 }
 
 // plain reads b at off through the file's ReadAt (the page cache).
-func (s *source) plain(b []byte, off int64) ([]byte, error) {
-	if err := readFullAt(s.r, b, off); err != nil {
+func (s *source) plain(ctx context.Context, b []byte, off int64) ([]byte, error) {
+	if err := readFullAt(ctx, s.r, b, off); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -96,6 +96,18 @@ func (g *gpu) devMem(tb testing.TB, n int) *cuda.DeviceMem {
 	return d
 }
 
+// pinnedMem returns n bytes of a pool buffer (page-locked for the device),
+// released when tb ends.
+func (g *gpu) pinnedMem(tb testing.TB, n int) []byte {
+	tb.Helper()
+	buf, err := g.pool.Get(context.Background(), n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { buf.Release() })
+	return buf.Bytes()[:n]
+}
+
 // checkDevice compares the device bytes at p with want, by the checksum
 // kernel.
 func (g *gpu) checkDevice(tb testing.TB, what string, p cuda.DevicePtr, want []byte) {

@@ -2,9 +2,12 @@ package transfer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
@@ -18,6 +21,12 @@ import (
 // reading, staging and DMA overlap, and the pinned memory held stays
 // within the window whatever the size of the data. No pageable copy
 // happens on the way: the reader writes straight into pinned memory.
+//
+// Nothing a reader, writer or file says is trusted: every count is
+// checked against the buffer it was given before it moves a byte
+// (readChecked, writeChecked), the pieces are computed, never listed, so
+// that a huge length allocates nothing, and the device range is checked
+// before the first piece.
 
 // piece is one part of a stream transfer: pos bytes from the start of the
 // device range, n bytes long; for files, at file offset off.
@@ -26,17 +35,42 @@ type piece struct {
 	n        int
 }
 
-// splitPieces cuts [off, off+n) of a file into pieces at multiples of
-// chunk in file offsets, so that every piece but the first and the last is
-// aligned for direct I/O, and each, with its start rounded down and its
-// end rounded up to directAlign, fits one staging buffer of chunk bytes.
+// pieces cuts [off, off+n) of a file into pieces at multiples of chunk in
+// file offsets, so that every piece but the first and the last is aligned
+// for direct I/O, and each, with its start rounded down and its end
+// rounded up to the page size, fits one staging buffer of chunk bytes.
+// Piece i is computed on demand: nothing is held per piece.
+type pieces struct {
+	off, n int64
+	chunk  int64
+	count  int
+}
+
+func newPieces(off, n int64, chunk int) pieces {
+	c := int64(chunk)
+	first, last := off/c, (off+n-1)/c
+	return pieces{off: off, n: n, chunk: c, count: int(last - first + 1)}
+}
+
+// at returns piece i (0 <= i < count).
+func (p pieces) at(i int) piece {
+	start := p.off
+	if i > 0 {
+		start = (p.off/p.chunk + int64(i)) * p.chunk
+	}
+	end := min((start/p.chunk+1)*p.chunk, p.off+p.n)
+	return piece{pos: start - p.off, off: start, n: int(end - start)}
+}
+
+// splitPieces lists the pieces of [off, off+n) (tests).
 func splitPieces(off, n int64, chunk int) []piece {
-	var ps []piece
-	for pos := int64(0); pos < n; {
-		at := off + pos
-		end := min((at/int64(chunk)+1)*int64(chunk), off+n)
-		ps = append(ps, piece{pos: pos, off: at, n: int(end - at)})
-		pos += end - at
+	if n <= 0 {
+		return nil
+	}
+	p := newPieces(off, n, chunk)
+	ps := make([]piece, p.count)
+	for i := range ps {
+		ps[i] = p.at(i)
 	}
 	return ps
 }
@@ -58,7 +92,7 @@ type staging struct {
 // ChunkSize bytes, or returns ctx's error, before taking anything when ctx
 // has already ended.
 func (c *Copier) stage(ctx context.Context, d Direction) (staging, error) {
-	if err := ctx.Err(); err != nil {
+	if err := c.live(ctx); err != nil {
 		return staging{}, err
 	}
 	w := c.wins[d]
@@ -76,6 +110,22 @@ func (c *Copier) stage(ctx context.Context, d Direction) (staging, error) {
 	return staging{w, buf}, nil
 }
 
+// live returns ctx's error, or ErrClosed once Close has begun: a stream
+// transfer ends at its next piece then, so that Close does not wait for a
+// reader that may never end.
+func (c *Copier) live(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.RLock()
+	closed := c.closed
+	c.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return nil
+}
+
 // done gives the buffer and the slot back.
 func (s staging) done() {
 	s.buf.Release()
@@ -83,32 +133,71 @@ func (s staging) done() {
 }
 
 // copyPiece copies pinned memory b (part of a staging buffer) to or from
-// the device at dev, and returns once the copy is complete.
+// the device at dev, and returns once the copy is complete. It is one
+// asynchronous copy of the stream transfer, which Stats counts as a whole
+// (PathStream), not piece by piece.
 func (c *Copier) copyPiece(ctx context.Context, dir Direction, dev cuda.DevicePtr, b []byte) error {
-	return c.transfer(ctx, op{dir, dev, b}, true)
+	if err := c.live(ctx); err != nil {
+		return err
+	}
+	return c.segment(ctx, op{dir, dev, b}, PathPinned)
 }
 
 // progress records which pieces of a transfer are complete, beside the
-// first error and the flag that stops the lanes (runState; its lock, a
-// leaf, guards done and sizes too).
+// first error and the flag that stops the lanes. Pieces complete out of
+// order, but only as many at once as lanes run, so it holds the bytes of
+// the unbroken prefix and the few complete pieces beyond it: nothing per
+// piece of the transfer.
 type progress struct {
-	runState
-	done  []bool
-	sizes []int
+	stop        atomic.Bool
+	mu          sync.Mutex // guards the rest; a leaf of the lock order (see Copier)
+	err         error
+	prefix      int           // pieces complete from the start
+	prefixBytes int64         // their bytes
+	ahead       map[int]int64 // complete pieces after the prefix: their bytes
+	partialAt   int           // the piece that arrived in part; -1: none
+	broken      bool          // the prefix ended in that piece
 }
 
-func newProgress(ps []piece) *progress {
-	p := &progress{done: make([]bool, len(ps)), sizes: make([]int, len(ps))}
-	for i, pc := range ps {
-		p.sizes[i] = pc.n
-	}
-	return p
-}
+func newProgress() *progress { return &progress{ahead: map[int]int64{}, partialAt: -1} }
 
-func (p *progress) complete(i int) {
+// fail records err (the first one wins) and stops the transfer.
+func (p *progress) fail(err error) {
 	p.mu.Lock()
-	p.done[i] = true
+	if p.err == nil {
+		p.err = err
+	}
 	p.mu.Unlock()
+	p.stop.Store(true)
+}
+
+// complete records that piece i arrived whole, k bytes.
+func (p *progress) complete(i int, k int) { p.add(i, k, false) }
+
+// partial records that only the first k bytes of piece i arrived: the
+// count of the transfer ends there.
+func (p *progress) partial(i int, k int) { p.add(i, k, true) }
+
+func (p *progress) add(i int, k int, part bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.broken || i < p.prefix {
+		return
+	}
+	if part {
+		p.partialAt = i
+	}
+	p.ahead[i] = int64(k)
+	for !p.broken {
+		b, ok := p.ahead[p.prefix]
+		if !ok {
+			return
+		}
+		delete(p.ahead, p.prefix)
+		p.broken = p.prefix == p.partialAt
+		p.prefix++
+		p.prefixBytes += b
+	}
 }
 
 // arrived is the bytes of the complete pieces from the start, up to the
@@ -116,23 +205,22 @@ func (p *progress) complete(i int) {
 func (p *progress) arrived() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var n int64
-	for i, d := range p.done {
-		if !d {
-			break
-		}
-		n += int64(p.sizes[i])
-	}
-	return n
+	return p.prefixBytes
 }
 
 // result is the transfer's outcome: the bytes that arrived, and the first
 // error, said with the range it ended at.
 func (p *progress) result(what string, total int64) (int64, error) {
-	n := p.arrived()
+	return p.resultOf(p.arrived(), what, total)
+}
+
+func (p *progress) resultOf(n int64, what string, total int64) (int64, error) {
 	p.mu.Lock()
 	err := p.err
 	p.mu.Unlock()
+	if err == nil && n != total {
+		err = fmt.Errorf("%w: %d of %d bytes moved without an error", ErrContract, n, total)
+	}
 	if err == nil {
 		return n, nil
 	}
@@ -143,32 +231,37 @@ func (p *progress) result(what string, total int64) (int64, error) {
 // of ChunkSize bytes held under a window slot for the call, on the
 // copier's stream lanes (the caller's goroutine among them), each taking
 // the next piece, until all are done or one fails (progress.stop) or ctx
-// ends.
-func (c *Copier) stagedLanes(ctx context.Context, d Direction, ps []piece, p *progress, work func(pc piece, buf []byte) error) {
+// ends. work returns the bytes of the piece that arrived: all of it
+// unless it fails.
+func (c *Copier) stagedLanes(ctx context.Context, d Direction, ps pieces, p *progress, lanes int, work func(pc piece, buf []byte) (int, error)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	piece := func(i int) error {
+	piece := func(i int) (int, error) {
 		s, err := c.stage(ctx, d)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		defer s.done()
-		return work(ps[i], s.buf.Bytes())
+		return work(ps.at(i), s.buf.Bytes())
 	}
 	lane := func() {
 		for !p.stop.Load() {
 			i := int(next.Add(1) - 1)
-			if i >= len(ps) {
+			if i >= ps.count {
 				return
 			}
-			if err := piece(i); err != nil {
+			k, err := piece(i)
+			if err != nil {
+				if k > 0 {
+					p.partial(i, k)
+				}
 				p.fail(err)
 				return
 			}
-			p.complete(i)
+			p.complete(i, k)
 		}
 	}
-	for range c.streamLanes(len(ps)) - 1 {
+	for range max(1, min(lanes, ps.count)) - 1 {
 		wg.Go(lane)
 	}
 	lane()
@@ -187,27 +280,75 @@ func caught(what string, fn func() (int, error)) (n int, err error) {
 	return fn()
 }
 
+// rangedDevice is a device that can tell the allocation an address lies
+// in (cuMemGetAddressRange), so that a stream transfer that would run past
+// it is refused before it starts.
+type rangedDevice interface {
+	addressRange(p cuda.DevicePtr) (base cuda.DevicePtr, size uint64, err error)
+}
+
+// streamRun is one stream or file transfer under way: its context, pieces,
+// progress and start, counted in Stats as one transfer when it ends.
+type streamRun struct {
+	c    *Copier
+	ctx  context.Context
+	dir  Direction
+	ps   pieces
+	p    *progress
+	t0   time.Time
+	what string
+}
+
 // startStream checks the arguments of a stream or file transfer of n
-// bytes from offset off (isNil: its reader, writer or file, named arg, is
-// nil) and begins it on the copier, so that Close waits for it. It returns
-// the context to use (a nil ctx never ends), the pieces and their
-// progress; no pieces and no error when there is nothing to move, and
-// then nothing was begun. The caller defers c.end when there are pieces.
-func (c *Copier) startStream(ctx context.Context, what, arg string, isNil bool, off, n int64) (context.Context, []piece, *progress, error) {
+// bytes between the device at dev and offset off of its host side (isNil:
+// its reader, writer or file, named arg, is nil) and begins it on the
+// copier, so that Close waits for it. It returns nil and no error when
+// there is nothing to move (then nothing was begun); else the caller
+// calls finish. Every length and offset is checked before anything is
+// allocated: off+n must fit an int64, dev+n the address space and, where
+// the device can tell, the allocation dev lies in.
+func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg string, isNil bool, dev cuda.DevicePtr, off, n int64) (*streamRun, error) {
 	switch {
 	case n < 0 || off < 0:
-		return nil, nil, nil, fmt.Errorf("%w: %s: offset %d, length %d", ErrInvalidRange, what, off, n)
+		return nil, fmt.Errorf("%w: %s: offset %d, length %d", ErrInvalidRange, what, off, n)
 	case isNil:
-		return nil, nil, nil, fmt.Errorf("%w: %s: nil %s", ErrInvalidRange, what, arg)
+		return nil, fmt.Errorf("%w: %s: nil %s", ErrInvalidRange, what, arg)
 	case n == 0:
-		return nil, nil, nil, nil
+		return nil, nil
+	case off > math.MaxInt64-n:
+		return nil, fmt.Errorf("%w: %s: offset %d + length %d overflows", ErrInvalidRange, what, off, n)
+	case uint64(dev) > math.MaxUint64-uint64(n):
+		return nil, fmt.Errorf("%w: %s: device address %#x + length %d overflows", ErrInvalidRange, what, uint64(dev), n)
+	}
+	if rd, ok := c.dev.(rangedDevice); ok {
+		// A query the driver refuses (an address it does not know) leaves
+		// the check to the copies, which fail on such an address.
+		if base, size, err := rd.addressRange(dev); err == nil && uint64(dev-base)+uint64(n) > size {
+			return nil, fmt.Errorf("%w: %s: %d bytes at device address %#x run past its allocation (%d bytes at %#x)", ErrInvalidRange, what, n, uint64(dev), size, uint64(base))
+		}
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	if err := c.begin(); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	ps := splitPieces(off, n, c.opt.ChunkSize)
-	return ctx, ps, newProgress(ps), nil
+	return &streamRun{c: c, ctx: ctx, dir: dir, ps: newPieces(off, n, c.opt.ChunkSize), p: newProgress(), t0: time.Now(), what: what}, nil
+}
+
+// finish ends the transfer on the copier and counts it in Stats: one
+// transfer of n bytes under PathStream when it moved them all, else a
+// failure or a cancellation.
+func (r *streamRun) finish(n int64, err error) (int64, error) {
+	dt := time.Since(r.t0)
+	switch {
+	case err == nil:
+		r.c.stats.record(r.dir, PathStream, int(n), dt)
+	case r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()):
+		r.c.stats.canceled.Add(1)
+	default:
+		r.c.stats.failed.Add(1)
+	}
+	r.c.end()
+	return n, err
 }

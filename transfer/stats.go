@@ -31,15 +31,17 @@ type Stats struct {
 	Last LastTransfer // the last transfer that finished without error
 }
 
-// DirectionStats counts one direction's transfers by path.
+// DirectionStats counts one direction's transfers by path. Stream counts
+// the stream and file transfers, each call as one transfer of its bytes,
+// timed from the call to its return.
 type DirectionStats struct {
-	Direct, Staged, Pinned, Registered PathStats
+	Direct, Staged, Pinned, Registered, Stream PathStats
 }
 
 // Total sums the paths.
 func (d DirectionStats) Total() PathStats {
 	var t PathStats
-	for _, p := range []PathStats{d.Direct, d.Staged, d.Pinned, d.Registered} {
+	for _, p := range []PathStats{d.Direct, d.Staged, d.Pinned, d.Registered, d.Stream} {
 		t.Transfers += p.Transfers
 		t.Bytes += p.Bytes
 		t.Time += p.Time
@@ -110,7 +112,7 @@ func (c *counters) dir(d Direction) DirectionStats {
 		pc := &c.path[d][p]
 		return PathStats{Transfers: pc.n.Load(), Bytes: pc.bytes.Load(), Time: time.Duration(pc.nanos.Load())}
 	}
-	return DirectionStats{Direct: get(PathDirect), Staged: get(PathStaged), Pinned: get(PathPinned), Registered: get(PathRegistered)}
+	return DirectionStats{Direct: get(PathDirect), Staged: get(PathStaged), Pinned: get(PathPinned), Registered: get(PathRegistered), Stream: get(PathStream)}
 }
 
 // Stats returns a snapshot of the copier's counters. It is cheap and safe

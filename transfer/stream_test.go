@@ -144,7 +144,7 @@ func TestFileDirectAndCached(t *testing.T) {
 			}
 			sourceWays.firstWay = way
 			defer func() { sourceWays.firstWay = probeCachestat }()
-			s := openSource(f)
+			s := openSource(f, 0, int64(len(data)))
 			defer s.close()
 			if s.direct == nil {
 				t.Skipf("O_DIRECT not available in %s: pieces go through the page cache", filepath.Dir(f.Name()))
@@ -153,7 +153,7 @@ func TestFileDirectAndCached(t *testing.T) {
 			al := buf[directAlign-int(uintptr(unsafePointer(buf))%directAlign):][: 2<<20 : 2<<20]
 			read := func(off int64, n int) {
 				t.Helper()
-				got, err := s.readAt(al, off, n)
+				got, err := s.readAt(context.Background(), al, off, n)
 				if err != nil || !bytes.Equal(got, data[off:off+int64(n)]) {
 					t.Fatalf("readAt(%d, %d): %v (or bytes differ)", off, n, err)
 				}

@@ -42,10 +42,15 @@ const (
 	// Copier.Register, split at the boundaries of the registrations and
 	// registered parts a copy covers.
 	PathRegistered
+	// PathStream is a stream or file transfer (ToDeviceFrom, FromDeviceTo,
+	// ToDeviceFromFile, FromDeviceToFile): pieces read or written straight
+	// into pinned staging buffers. Stats counts each such call as one
+	// transfer of all its bytes.
+	PathStream
 	numPaths
 )
 
-// String returns "direct", "staged", "pinned" or "registered".
+// String returns "direct", "staged", "pinned", "registered" or "stream".
 func (p Path) String() string {
 	switch p {
 	case PathDirect:
@@ -56,6 +61,8 @@ func (p Path) String() string {
 		return "pinned"
 	case PathRegistered:
 		return "registered"
+	case PathStream:
+		return "stream"
 	}
 	return "unknown"
 }
