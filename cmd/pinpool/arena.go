@@ -97,7 +97,7 @@ func (c *arenaCmd) Run(g *globals) error {
 		writeArenaTable(g.stdout, results)
 	}
 	if failed == len(results) && len(results) > 0 {
-		return errors.New("pinpool arena: every measurement failed")
+		return errors.New("arena: every measurement failed")
 	}
 	return nil
 }
@@ -107,16 +107,16 @@ func (c *arenaCmd) Run(g *globals) error {
 // RLIMIT_MEMLOCK's allowance.
 func (c *arenaCmd) fits(n int64, gpu bool) error {
 	if mi, err := hostmem.ReadMemInfo(); err == nil && n > int64(mi.Available)-int64(c.Headroom) {
-		return fmt.Errorf("pinpool arena: %s is more than MemAvailable (%s) less --headroom %s", units.Size(n), units.Size(int64(mi.Available)), units.Size(int64(c.Headroom)))
+		return fmt.Errorf("arena: %s is more than MemAvailable (%s) less --headroom %s", units.Size(n), units.Size(int64(mi.Available)), units.Size(int64(c.Headroom)))
 	}
 	if cg, err := hostmem.ReadCgroupMemory(); err == nil && cg.Limit > 0 {
 		if room := cg.Headroom(); n > room-int64(c.Headroom) {
-			return fmt.Errorf("pinpool arena: %s is more than the cgroup's headroom (%s) less --headroom %s: locked memory counts against the cgroup", units.Size(n), units.Size(room), units.Size(int64(c.Headroom)))
+			return fmt.Errorf("arena: %s is more than the cgroup's headroom (%s) less --headroom %s: locked memory counts against the cgroup", units.Size(n), units.Size(room), units.Size(int64(c.Headroom)))
 		}
 	}
 	if !gpu {
 		if allow, limited, err := hostmem.LockAllowance(); err == nil && limited && uint64(n) > allow {
-			return fmt.Errorf("pinpool arena: %s is more than RLIMIT_MEMLOCK lets this process lock (%s); give a smaller --sizes or raise it with %s", units.Size(n), units.Size(int64(allow)), hostmem.LockLimitHint())
+			return fmt.Errorf("arena: %s is more than RLIMIT_MEMLOCK lets this process lock (%s); give a smaller --sizes or raise it with %s", units.Size(n), units.Size(int64(allow)), hostmem.LockLimitHint())
 		}
 	}
 	return nil

@@ -64,4 +64,7 @@ func TestArenaUsage(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "MemAvailable") {
 		t.Errorf("a 64 TiB arena: exit %d, stderr:\n%s\nwant exit 1 naming MemAvailable", code, errOut)
 	}
+	if strings.Contains(errOut, "pinpool: pinpool") {
+		t.Errorf("the refusal names the tool twice:\n%s", errOut)
+	}
 }
