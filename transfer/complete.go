@@ -2,6 +2,8 @@ package transfer
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 )
 
 // Step 5 of a transfer: complete. A copy is complete when the event issued
@@ -64,4 +66,39 @@ func copyBytes(dst, src []byte, cached bool) {
 		dst, src = dst[cachedStep:], src[cachedStep:]
 	}
 	copy(dst, src)
+}
+
+// sourceFault is a page fault in a transfer's source memory, such as a
+// mapping of a file cut short underneath it. It wraps ErrFileChanged.
+type sourceFault struct{ addr uintptr }
+
+func (e *sourceFault) Error() string {
+	return fmt.Sprintf("transfer: the source memory at %#x is gone: %v", e.addr, ErrFileChanged)
+}
+
+func (e *sourceFault) Unwrap() error { return ErrFileChanged }
+
+// copyIn copies host-to-device bytes from src into staging dst, with
+// streaming stores when stream (see copyBytes), and turns a page fault in
+// src into a *sourceFault instead of a crash. The standing lanes and a
+// staged transfer's caller run with debug.SetPanicOnFault on, so that a
+// file mapped by the caller (or by ToDeviceFromFile) and truncated
+// meanwhile ends the transfer with an error; every other panic goes on.
+func copyIn(dst, src []byte, stream bool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(interface{ Addr() uintptr })
+			if _, rt := r.(runtime.Error); !ok || !rt {
+				panic(r)
+			}
+			err = &sourceFault{f.Addr()}
+		}
+	}()
+	if stream {
+		streamBytes(dst, src)
+	} else {
+		copyBytes(dst, src, true)
+	}
+	runtime.KeepAlive(src)
+	return nil
 }

@@ -280,7 +280,10 @@ func (r *coopRun) laneOf(caller bool) {
 		if o.dir == HostToDevice {
 			// Streaming stores: the DMA reads this chunk right away, and
 			// reads memory still in the cores' caches far slower.
-			streamBytes(b, o.host[lo:hi])
+			if err := copyIn(b, o.host[lo:hi], true); err != nil {
+				r.fail(err)
+				return
+			}
 			if r.left[i].Add(-1) == 0 {
 				r.c.issuing[o.dir].lock()
 				r.queue(i)

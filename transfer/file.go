@@ -11,16 +11,15 @@ import (
 
 // ToDeviceFromFile copies n bytes of f, from offset off, to the device at
 // dst, and returns how many bytes arrived: the pieces complete from the
-// start, all n when the error is nil. Several lanes read f in parallel at
-// the offsets they need (f.ReadAt must allow that, as *os.File's does),
-// each into a pinned staging buffer, while earlier pieces are copied to
-// the device; the pinned memory held stays within the copier's window
+// start, all n when the error is nil. The copier's lanes read f in
+// parallel at the offsets they need (f.ReadAt must allow that, as
+// *os.File's does), each into a pinned staging buffer, while earlier
+// pieces are copied to the device; the pinned memory held stays within the copier's window
 // whatever n is.
 //
-// For an *os.File on Linux (open for reading, else ErrFileMode), a piece
-// that is in the page cache is copied from a read-only mapping of the
-// caller's descriptor with streaming stores, which the DMA reads at full
-// speed; one that is not is read with O_DIRECT into the page-aligned
+// For an *os.File on Linux (open for reading, else ErrFileMode), a range
+// that is in the page cache is staged from a read-only mapping of the
+// caller's descriptor, as ToDevice stages a []byte; one that is not is read with O_DIRECT into the page-aligned
 // buffer (from a second, read-only descriptor of the same file, opened
 // only because the caller's is open for reading), which skips the page
 // cache's copy; where the file system refuses O_DIRECT (tmpfs, some
@@ -49,16 +48,46 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	ctx, ps, p := run.ctx, run.ps, run.p
 	src := openSource(f, off, n)
 	defer src.close()
-	c.stagedLanes(ctx, HostToDevice, ps, p, c.streamLanes(ps.count), func(pc piece, buf []byte) (int, error) {
-		data, err := src.readAt(ctx, buf, pc.off, pc.n)
-		if err != nil {
-			return 0, err
+	// Runs of pieces in the page cache go from the mapping through the
+	// staged engine, as ToDevice of the mapping would; the others are read
+	// into staging (O_DIRECT or ReadAt) on the same lanes.
+	mapped := func(pc piece) bool { return src.mapBytes(pc.off, pc.off+int64(pc.n)) != nil }
+	for i := 0; i < ps.count && !p.stop.Load(); {
+		m, j := mapped(ps.at(i)), i+1
+		for j < ps.count && mapped(ps.at(j)) == m {
+			j++
 		}
-		if err := c.copyPiece(ctx, HostToDevice, dst+cuda.DevicePtr(pc.pos), data); err != nil {
-			return 0, err
+		first, last := ps.at(i), ps.at(j-1)
+		var b []byte
+		if m {
+			b = src.mapBytes(first.off, last.off+int64(last.n)) // nil: evicted since
 		}
-		return pc.n, nil
-	})
+		if b != nil {
+			err := c.live(ctx)
+			if err == nil {
+				err = c.segment(ctx, op{HostToDevice, dst + cuda.DevicePtr(first.pos), b}, PathStaged)
+			}
+			if err != nil {
+				p.fail(src.fileFault(err))
+				break
+			}
+			for k := i; k < j; k++ {
+				p.complete(k, ps.at(k).n)
+			}
+		} else {
+			c.stagedLanes(ctx, HostToDevice, ps, i, j, p, func(pc piece, buf []byte) (int, error) {
+				data, err := src.readAt(ctx, buf, pc.off, pc.n)
+				if err != nil {
+					return 0, err
+				}
+				if err := c.copyPiece(ctx, HostToDevice, dst+cuda.DevicePtr(pc.pos), data); err != nil {
+					return 0, err
+				}
+				return pc.n, nil
+			})
+		}
+		i = j
+	}
 	return run.finish(p.result(fmt.Sprintf("file to device, offset %d", off), n))
 }
 
@@ -84,7 +113,7 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 		return 0, err
 	}
 	ctx, ps, p := run.ctx, run.ps, run.p
-	c.stagedLanes(ctx, DeviceToHost, ps, p, c.streamLanes(ps.count), func(pc piece, buf []byte) (int, error) {
+	c.stagedLanes(ctx, DeviceToHost, ps, 0, ps.count, p, func(pc piece, buf []byte) (int, error) {
 		b := buf[:pc.n:pc.n]
 		if err := c.copyPiece(ctx, DeviceToHost, src+cuda.DevicePtr(pc.pos), b); err != nil {
 			return 0, err

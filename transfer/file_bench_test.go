@@ -109,12 +109,7 @@ func BenchmarkFileToDevice(b *testing.B) {
 		name string
 		run  func(*testing.B)
 	}{
-		{"populate", with(func(on bool) { sourceWays.populate = on })},
-		{"populate+keep", with(func(on bool) { sourceWays.populate, sourceWays.keep = on, on })},
-		{"mapped+keep", with(func(on bool) { sourceWays.keep = on })},
-		{"pread+evict", with(func(on bool) { sourceWays.mapped, sourceWays.evict = !on, on })},
 		{"mmap-fresh+ToDevice", freshMap},
-		{"mapped+cached-stores", with(func(on bool) { sourceWays.cachedStores = on })},
 		{"mapped+8lanes", func(b *testing.B) { // Lanes 4: 8 stream lanes, not 16
 			if got, err := c4.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n); err != nil || got != n {
 				b.Fatalf("%d bytes, %v", got, err)

@@ -42,3 +42,8 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 }
 
 func (s *source) close() {}
+
+// mapBytes returns nil: this system's files are read through ReadAt.
+func (s *source) mapBytes(lo, hi int64) []byte { return nil }
+
+func (s *source) fileFault(err error) error { return err }

@@ -3,6 +3,7 @@ package transfer
 import (
 	"math"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,6 +103,7 @@ func newStandingLanes(n int, spin time.Duration) *standingLanes {
 
 // work runs lanes of the transfers it is offered until stop.
 func (l *standingLanes) work() {
+	debug.SetPanicOnFault(true) // see copyIn
 	for {
 		j, ok := l.next()
 		if !ok {

@@ -227,15 +227,16 @@ func (p *progress) resultOf(n int64, what string, total int64) (int64, error) {
 	return n, fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, n, total, err)
 }
 
-// stagedLanes runs work for every piece of ps, each with a staging buffer
-// of ChunkSize bytes held under a window slot for the call, on the
-// copier's stream lanes (the caller's goroutine among them), each taking
-// the next piece, until all are done or one fails (progress.stop) or ctx
-// ends. work returns the bytes of the piece that arrived: all of it
-// unless it fails.
-func (c *Copier) stagedLanes(ctx context.Context, d Direction, ps pieces, p *progress, lanes int, work func(pc piece, buf []byte) (int, error)) {
+// stagedLanes runs work for pieces from to to (exclusive) of ps, each
+// with a staging buffer of ChunkSize bytes held under a window slot for
+// the call, on the caller's goroutine and the copier's standing lanes of
+// direction d (the same lanes as a staged copy's), each taking the next
+// piece, until all are done or one fails (progress.stop) or ctx ends.
+// work returns the bytes of the piece that arrived: all of it unless it
+// fails.
+func (c *Copier) stagedLanes(ctx context.Context, d Direction, ps pieces, from, to int, p *progress, work func(pc piece, buf []byte) (int, error)) {
 	var next atomic.Int64
-	var wg sync.WaitGroup
+	next.Store(int64(from))
 	piece := func(i int) (int, error) {
 		s, err := c.stage(ctx, d)
 		if err != nil {
@@ -244,10 +245,11 @@ func (c *Copier) stagedLanes(ctx context.Context, d Direction, ps pieces, p *pro
 		defer s.done()
 		return work(ps.at(i), s.buf.Bytes())
 	}
-	lane := func() {
+	r := &pieceRun{}
+	r.lane = func() {
 		for !p.stop.Load() {
 			i := int(next.Add(1) - 1)
-			if i >= ps.count {
+			if i >= to {
 				return
 			}
 			k, err := piece(i)
@@ -261,12 +263,21 @@ func (c *Copier) stagedLanes(ctx context.Context, d Direction, ps pieces, p *pro
 			p.complete(i, k)
 		}
 	}
-	for range max(1, min(lanes, ps.count)) - 1 {
-		wg.Go(lane)
-	}
-	lane()
-	wg.Wait()
+	l := c.lanes[d]
+	l.offer(r, min(c.opt.Lanes, c.opt.Slots(), to-from)-1)
+	r.lane()
+	l.withdraw(r)
+	r.endJoins(0)
 }
+
+// pieceRun is the pieces of a stream or file transfer offered to the
+// standing lanes.
+type pieceRun struct {
+	runState
+	lane func()
+}
+
+func (r *pieceRun) join() { r.joinLane(r.lane) }
 
 // caught runs fn, the caller's reader or writer, turning a panic into an
 // error wrapping ErrCallbackPanic: it may run on a lane of the copier, where

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -19,6 +20,7 @@ import (
 
 // staged copies the pageable memory of o through staging buffers.
 func (c *Copier) staged(ctx context.Context, o op) error {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see copyIn
 	lanes := c.lanes[o.dir]
 	active := lanes.arrive()
 	defer lanes.leave()
@@ -156,7 +158,12 @@ func (r *chunkedRun) lane() {
 			// slower also for the first and the last round of chunks,
 			// which the DMA reads right away; so was evicting the chunks
 			// after the copy: BenchmarkStagedSizes).
-			copyBytes(b, o.host[off:off+m], true)
+			if err := copyIn(b, o.host[off:off+m], false); err != nil {
+				r.fail(err) // before the slot is free for the other lanes
+				buf.Release()
+				c.wins[o.dir].release()
+				return
+			}
 		}
 		c.issuing[o.dir].lock()
 		ev, unsure, err := c.issue(c.stream(o.dir), o, PathStaged, off, b)
