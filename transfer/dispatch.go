@@ -11,33 +11,22 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// The reading order of the package is the order of a transfer's steps,
-// each in its own file, callers above what they call:
-//
-//  1. dispatch (this file): the public copy methods, the split of host
-//     memory into segments, and each segment's path; registered and
-//     pinned segments go as asynchronous copies (issue.go), pageable ones
-//     through the driver's synchronous copy or staging;
-//  2. plan (plan.go): how a staged segment runs: mode, chunk size, lanes;
-//  3. run (staged.go: the chunked mode and its shared copy-out; coop.go:
-//     the cooperative mode and the handoff; lanes.go: the standing lanes,
-//     the state a transfer's lanes share and the one busy wait);
-//  4. issue (issue.go): every asynchronous copy and the event after it;
-//  5. complete (complete.go): waiting for events, copying out, giving the
-//     staging back, and the CPU copies.
-//
-// Beneath them: the copier, its lock order and its staging windows
-// (copier.go), options, registrations and mapped memory (register.go),
-// the device (device.go), the shared vocabulary (types.go), errors and
-// statistics; streams and files (stream.go, file.go, pieces.go) run on
-// the same steps.
+// The reading order is the order of a transfer's steps, callers above
+// what they call: 1. dispatch (this file: the public copies, segments and
+// their paths); 2. plan (plan.go: mode, chunk size, lanes); 3. run
+// (staged.go chunked, coop.go cooperative, lanes.go the standing lanes and
+// the one busy wait); 4. issue (issue.go: every asynchronous copy and its
+// event); 5. complete (complete.go: waiting, copying out, the CPU
+// copies). Beneath them: the copier and its windows (copier.go), options,
+// registrations (register.go), the device, the shared types, errors and
+// statistics. Streams and files (stream.go, file.go, pieces.go) run on the
+// same lanes; a file's cached ranges on the staged path itself.
 //
 // One word per idea: a transfer is one call; a segment is a range of its
 // host memory held by one kind of memory; a chunk is the bytes of one
 // staged asynchronous copy; a staging buffer (one window slot) holds one
-// chunk, or several small ones; a stripe is the part of a cooperative
-// chunk (or of a shared copy-out) one lane copies at a time; a lane is a
-// goroutine working on a staged transfer.
+// chunk or several small ones; a stripe is the part of a chunk one lane
+// copies at a time; a lane is a goroutine working on a staged transfer.
 
 // ToDevice copies src to the device at dst and returns when the bytes are
 // there. Each part of src goes the way its memory allows (see Path):

@@ -28,16 +28,17 @@
 //     small copies the fixed costs dominate every path.
 //   - Staged (PathStaged): larger pageable memory goes through pinned
 //     staging buffers from the pool, within a window of
-//     Options.WindowBytes per direction, so that little memory is locked
-//     at once. Up to Options.Lanes goroutines work on a staged transfer:
-//     the calling goroutine and standing lanes of the copier, which has a
-//     set of them per direction, as it has a window per direction: the two
-//     directions run on separate copy engines, and one way's transfers
-//     neither wait for the other's staging nor take its lanes. A transfer
-//     that fits in a share of the window is cut into small chunks whose
-//     CPU copies all lanes share, so that its first DMA starts early and
-//     its last ends soon after the last CPU copy; a larger one gives each
-//     lane whole chunks to take through staging on its own.
+//     Options.WindowBytes per direction. Up to Options.Lanes goroutines
+//     work on it: the caller and the copier's standing lanes, a set per
+//     direction, as the two directions run on separate copy engines. A
+//     transfer that fits a share of the window is cut into small chunks
+//     whose CPU copies all lanes share; a larger one gives each lane whole
+//     chunks of its own.
+//
+// Streams (ToDeviceFrom, FromDeviceTo) and files (ToDeviceFromFile,
+// FromDeviceToFile) move through the same staging and lanes in pieces of
+// Options.ChunkSize; a file's ranges in the page cache go the staged path
+// from a mapping of the file.
 //
 // The path of most bytes of a copy is reported by Copier.PathOf and
 // counted, per direction, in Copier.Stats, with the bytes, the time, the
@@ -53,17 +54,12 @@
 //
 // # Mapped zero-copy
 //
-// A pool over mapped memory (cudahost.Options{Mapped: true}, which needs
-// the can-map-host-memory attribute, cuda.Properties.CanMapHostMemory)
-// gives buffers that kernels read and write in place through
-// MappedPointer: no copy at all, each byte crossing the bus when a kernel
-// touches it. It wins on integrated GPUs that share the host's memory
-// (Jetson: the attribute integrated is set, and there is no bus to cross),
-// and on discrete GPUs for small data or data read once, where a copy
-// followed by a kernel would move the bytes the same once but with an
-// extra step and its latency. Data read several times belongs in device
-// memory. pinpool bench measures the mapped kind beside the others on the
-// machine at hand.
+// A pool over mapped memory (cudahost.Options{Mapped: true}; see
+// cuda.Properties.CanMapHostMemory) gives buffers that kernels use in
+// place through MappedPointer, each byte crossing the bus when touched. It
+// wins on integrated GPUs (Jetson), and on discrete ones only for small
+// data or data read once; pinpool bench measures it on the machine at
+// hand.
 //
 // # Safety
 //
