@@ -12,35 +12,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// directAlign is the alignment of O_DIRECT reads: offset, length and
-// memory, 4 KiB, which covers every logical block size in use. The
-// page-cache probe and the mapping use the system's page size instead
-// (os.Getpagesize), which is larger on some arm64 systems.
+// directAlign is the alignment of O_DIRECT reads: offset, length and memory, 4 KiB, which covers
+// every logical block size in use. The page-cache probe and the mapping use the system's page size
+// instead (os.Getpagesize), which is larger on some arm64 systems.
 const directAlign = 4096
 
-// source reads the pieces of a file. For an *os.File open for reading it
-// maps the range read-only through the caller's descriptor and asks the
-// kernel which pieces are in the page cache (cachestat, Linux 6.5; mincore
-// of the mapping before that). A run of cached pieces is staged from the
-// mapping by the engine, as ToDevice of the mapping is: a pread into
-// pinned memory was slower (BenchmarkFileToDevice: warm/ratio compares
-// the file with its mapping through ToDevice, warm/pread the pread).
-// A piece that is not cached is read with O_DIRECT from a second,
-// read-only descriptor of the file straight into the pinned buffer,
-// skipping the page cache's copy and its readahead, at most directLanes
-// reads at once (BenchmarkFileCold compares the counts and the buffered
-// read). A buffered read with RWF_NOWAIT as the probe halved the cold rate
-// (it starts readahead of what it misses, read a second time by
-// O_DIRECT). O_DIRECT turns itself off, for the rest of the transfer, at
-// the first sign that the file system does not have it (EINVAL), and so
-// does a probe that the kernel does not have; then uncached pieces go
-// through ReadAt (the page cache), and with no probe every piece counts as
-// cached. Any other io.ReaderAt is read through its ReadAt.
+// source reads the pieces of a file. For an *os.File open for reading it maps the range read-only
+// through the caller's descriptor and asks the kernel which pieces are in the page cache
+// (cachestat, Linux 6.5; mincore of the mapping before that). A run of cached pieces is staged from
+// the mapping by the engine, as ToDevice of the mapping is: a pread into pinned memory was slower
+// (BenchmarkFileToDevice: warm/ratio compares the file with its mapping through ToDevice,
+// warm/pread the pread). A piece that is not cached is read with O_DIRECT from a second, read-only
+// descriptor of the file straight into the pinned buffer, skipping the page cache's copy and its
+// readahead, at most directLanes reads at once (BenchmarkFileCold compares the counts and the
+// buffered read). A buffered read with RWF_NOWAIT as the probe halved the cold rate (it starts
+// readahead of what it misses, read a second time by O_DIRECT). O_DIRECT turns itself off, for the
+// rest of the transfer, at the first sign that the file system does not have it (EINVAL), and so
+// does a probe that the kernel does not have; then uncached pieces go through ReadAt (the page
+// cache), and with no probe every piece counts as cached. Any other io.ReaderAt is read through its
+// ReadAt.
 //
-// Only through the caller's descriptor: the mapping is made from it, and
-// the O_DIRECT descriptor is opened (through /proc/self/fd, read-only)
-// only when the caller's descriptor is open for reading itself, so the
-// transfer reads nothing the caller's descriptor could not. Writes
+// Only through the caller's descriptor: the mapping is made from it, and the O_DIRECT descriptor is
+// opened (through /proc/self/fd, read-only) only when the caller's descriptor is open for reading
+// itself, so the transfer reads nothing the caller's descriptor could not. Writes
 // (FromDeviceToFile) go through the caller's WriteAt alone.
 type source struct {
 	r      io.ReaderAt
@@ -63,10 +57,9 @@ const (
 	probeNone
 )
 
-// sourceWays switches the ways of reading a file on and off, for
-// benchmarks and tests that compare them: O_DIRECT, the probe to start
-// with, the mapping (off: cached pieces are read with pread), and how many
-// O_DIRECT reads one transfer runs at once.
+// sourceWays switches the ways of reading a file on and off, for benchmarks and tests that compare
+// them: O_DIRECT, the probe to start with, the mapping (off: cached pieces are read with pread),
+// and how many O_DIRECT reads one transfer runs at once.
 var sourceWays = struct {
 	direct      bool
 	firstWay    int32
@@ -74,10 +67,9 @@ var sourceWays = struct {
 	directLanes int
 }{true, probeCachestat, true, 4}
 
-// fileOf returns the *os.File behind r, if any, and its descriptor's
-// access mode (unix.O_RDONLY, O_WRONLY or O_RDWR). It asks through
-// SyscallConn, which leaves the file as it was (Fd would put a pipe or a
-// socket in blocking mode).
+// fileOf returns the *os.File behind r, if any, and its descriptor's access mode (unix.O_RDONLY,
+// O_WRONLY or O_RDWR). It asks through SyscallConn, which leaves the file as it was (Fd would put a
+// pipe or a socket in blocking mode).
 func fileOf(r any) (*os.File, int, bool) {
 	f, ok := r.(*os.File)
 	if !ok || f == nil {
@@ -95,9 +87,9 @@ func fileOf(r any) (*os.File, int, bool) {
 	return f, fl & unix.O_ACCMODE, true
 }
 
-// checkReadable refuses a transfer (the call what) of [off, off+n) of r
-// that r cannot give: an *os.File not open for reading, or a range past the end of a
-// regular file or of a reader with a Size.
+// checkReadable refuses a transfer (the call what) of [off, off+n) of r that r cannot give: an
+// *os.File not open for reading, or a range past the end of a regular file or of a reader with a
+// Size.
 func checkReadable(what string, r io.ReaderAt, off, n int64) error {
 	if f, mode, ok := fileOf(r); ok {
 		if mode == unix.O_WRONLY {
@@ -114,8 +106,7 @@ func checkReadable(what string, r io.ReaderAt, off, n int64) error {
 	return nil
 }
 
-// checkWritable refuses (for the call what) an *os.File that is not open
-// for writing.
+// checkWritable refuses (for the call what) an *os.File that is not open for writing.
 func checkWritable(what string, w io.WriterAt) error {
 	if f, mode, ok := fileOf(w); ok && mode == unix.O_RDONLY {
 		return fmt.Errorf("%w: %s: %s is open for reading only", ErrFileMode, what, f.Name())
@@ -123,8 +114,7 @@ func checkWritable(what string, w io.WriterAt) error {
 	return nil
 }
 
-// openSource prepares the reads of [off, off+n) of r (checked by
-// checkReadable).
+// openSource prepares the reads of [off, off+n) of r (checked by checkReadable).
 func openSource(r io.ReaderAt, off, n int64) *source {
 	s := &source{r: r, fd: -1, slots: make(chan struct{}, max(1, sourceWays.directLanes))}
 	f, mode, ok := fileOf(r)
@@ -146,8 +136,8 @@ func openSource(r io.ReaderAt, off, n int64) *source {
 	if !sourceWays.direct {
 		return s
 	}
-	// Reopen through /proc, so that the O_DIRECT flag does not change the
-	// caller's descriptor, and the name need not still lead to the file.
+	// Reopen through /proc, so that the O_DIRECT flag does not change the caller's descriptor, and
+	// the name need not still lead to the file.
 	d, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", s.fd), os.O_RDONLY|unix.O_DIRECT, 0)
 	if err != nil {
 		return s // tmpfs and others refuse O_DIRECT at open
@@ -166,9 +156,9 @@ func (s *source) close() {
 	}
 }
 
-// readAt reads n bytes at off into the staging buffer buf (page-aligned,
-// ChunkSize bytes) and returns them: a sub-slice of buf, which starts
-// where off lies in its page when the piece was read with O_DIRECT.
+// readAt reads n bytes at off into the staging buffer buf (page-aligned, ChunkSize bytes) and
+// returns them: a sub-slice of buf, which starts where off lies in its page when the piece was read
+// with O_DIRECT.
 func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]byte, error) {
 	start := off &^ (directAlign - 1)
 	end := off + int64(n)
@@ -204,9 +194,8 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	return s.readAt(ctx, buf, off, n)
 }
 
-// mapBytes returns [lo, hi) of the file from its mapping when the mapping
-// covers it (the file may have shrunk before it was mapped) and the range
-// is in the page cache, else nil.
+// mapBytes returns [lo, hi) of the file from its mapping when the mapping covers it (the file may
+// have shrunk before it was mapped) and the range is in the page cache, else nil.
 func (s *source) mapBytes(lo, hi int64) []byte {
 	if s.mapped == nil || hi-s.mapOff > int64(len(s.mapped)) || !s.inCache(lo, hi) {
 		return nil
@@ -214,9 +203,9 @@ func (s *source) mapBytes(lo, hi int64) []byte {
 	return s.mapped[lo-s.mapOff : hi-s.mapOff]
 }
 
-// fileFault turns a fault in the file's mapping (a page that the file,
-// truncated since it was mapped, no longer has) into an error wrapping
-// ErrFileChanged and io.ErrUnexpectedEOF that names its offset.
+// fileFault turns a fault in the file's mapping (a page that the file, truncated since it was
+// mapped, no longer has) into an error wrapping ErrFileChanged and io.ErrUnexpectedEOF that names
+// its offset.
 func (s *source) fileFault(err error) error {
 	var f *sourceFault
 	if !errors.As(err, &f) || s.mapped == nil {
@@ -229,10 +218,9 @@ func (s *source) fileFault(err error) error {
 	return fmt.Errorf("%w: the file's page at %d is gone: %w", ErrFileChanged, s.mapOff+int64(f.addr-base), io.ErrUnexpectedEOF)
 }
 
-// inCache reports whether every page of [start, end) that lies in the
-// file is in the page cache. A probe the kernel does not have gives way to
-// the next; with none left, every piece counts as cached (read through the
-// page cache: never slower than a buffered read).
+// inCache reports whether every page of [start, end) that lies in the file is in the page cache. A
+// probe the kernel does not have gives way to the next; with none left, every piece counts as
+// cached (read through the page cache: never slower than a buffered read).
 func (s *source) inCache(start, end int64) bool {
 	pg := int64(os.Getpagesize())
 	start &^= pg - 1
@@ -261,9 +249,9 @@ func (s *source) inCache(start, end int64) bool {
 	}
 }
 
-// mincoreCached asks mincore whether every page of [start, end) (start
-// page-aligned) is resident, on the source's mapping when it covers the
-// range, else on a mapping of the range made for the question.
+// mincoreCached asks mincore whether every page of [start, end) (start page-aligned) is resident,
+// on the source's mapping when it covers the range, else on a mapping of the range made for the
+// question.
 func (s *source) mincoreCached(start, end, pg int64) (bool, error) {
 	m := []byte(nil)
 	if s.mapped != nil && start >= s.mapOff && end <= s.mapOff+int64(len(s.mapped)) {

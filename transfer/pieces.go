@@ -13,32 +13,28 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// Streams and files. Data that is not in memory yet (a file, a socket, a
-// decoder's output) moves in pieces of at most ChunkSize bytes, each
-// through one pinned staging buffer held under one slot of the copier's
-// window: read into the buffer, then one asynchronous copy to the device
-// (or the other way round). Several pieces are in flight at once, so
-// reading, staging and DMA overlap, and the pinned memory held stays
-// within the window whatever the size of the data. No pageable copy
+// Streams and files. Data that is not in memory yet (a file, a socket, a decoder's output) moves in
+// pieces of at most ChunkSize bytes, each through one pinned staging buffer held under one slot of
+// the copier's window: read into the buffer, then one asynchronous copy to the device (or the other
+// way round). Several pieces are in flight at once, so reading, staging and DMA overlap, and the
+// pinned memory held stays within the window whatever the size of the data. No pageable copy
 // happens on the way: the reader writes straight into pinned memory.
 //
-// Nothing a reader, writer or file says is trusted: every count is
-// checked against the buffer it was given before it moves a byte
-// (readChecked, writeChecked), the pieces are computed, never listed, so
-// that a huge length allocates nothing, and the device range is checked
-// before the first piece.
+// Nothing a reader, writer or file says is trusted: every count is checked against the buffer it
+// was given before it moves a byte (readChecked, writeChecked), the pieces are computed, never
+// listed, so that a huge length allocates nothing, and the device range is checked before the first
+// piece.
 
-// piece is one part of a stream transfer: pos bytes from the start of the
-// device range, n bytes long; for files, at file offset off.
+// piece is one part of a stream transfer: pos bytes from the start of the device range, n bytes
+// long; for files, at file offset off.
 type piece struct {
 	pos, off int64
 	n        int
 }
 
-// pieces cuts [off, off+n) of a file into pieces at multiples of chunk in
-// file offsets, so that every piece but the first and the last is aligned
-// for direct I/O, and each, with its start rounded down and its end
-// rounded up to the page size, fits one staging buffer of chunk bytes.
+// pieces cuts [off, off+n) of a file into pieces at multiples of chunk in file offsets, so that
+// every piece but the first and the last is aligned for direct I/O, and each, with its start
+// rounded down and its end rounded up to the page size, fits one staging buffer of chunk bytes.
 // Piece i is computed on demand: nothing is held per piece.
 type pieces struct {
 	off, n int64
@@ -75,9 +71,8 @@ func splitPieces(off, n int64, chunk int) []piece {
 	return ps
 }
 
-// streamLanes is how many goroutines work on one stream transfer: twice
-// the copier's lanes (each spends part of its time waiting for its DMA),
-// within the window's slots and the number of pieces.
+// streamLanes is how many goroutines work on one stream transfer: twice the copier's lanes (each
+// spends part of its time waiting for its DMA), within the window's slots and the number of pieces.
 func (c *Copier) streamLanes(pieces int) int {
 	return max(1, min(2*c.opt.Lanes, c.opt.Slots(), pieces))
 }
@@ -88,9 +83,8 @@ type staging struct {
 	buf pinpool.Buffer
 }
 
-// stage takes a slot of direction d's window and a staging buffer of
-// ChunkSize bytes, or returns ctx's error, before taking anything when ctx
-// has already ended.
+// stage takes a slot of direction d's window and a staging buffer of ChunkSize bytes, or returns
+// ctx's error, before taking anything when ctx has already ended.
 func (c *Copier) stage(ctx context.Context, d Direction) (staging, error) {
 	if err := c.live(ctx); err != nil {
 		return staging{}, err
@@ -110,9 +104,8 @@ func (c *Copier) stage(ctx context.Context, d Direction) (staging, error) {
 	return staging{w, buf}, nil
 }
 
-// live returns ctx's error, or ErrClosed once Close has begun: a stream
-// transfer ends at its next piece then, so that Close does not wait for a
-// reader that may never end.
+// live returns ctx's error, or ErrClosed once Close has begun: a stream transfer ends at its next
+// piece then, so that Close does not wait for a reader that may never end.
 func (c *Copier) live(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -132,10 +125,9 @@ func (s staging) done() {
 	s.w.release()
 }
 
-// copyPiece copies pinned memory b (part of a staging buffer) to or from
-// the device at dev, and returns once the copy is complete. It is one
-// asynchronous copy of the stream transfer, which Stats counts as a whole
-// (PathStream), not piece by piece.
+// copyPiece copies pinned memory b (part of a staging buffer) to or from the device at dev, and
+// returns once the copy is complete. It is one asynchronous copy of the stream transfer, which
+// Stats counts as a whole (PathStream), not piece by piece.
 func (c *Copier) copyPiece(ctx context.Context, dir Direction, dev cuda.DevicePtr, b []byte) error {
 	if err := c.live(ctx); err != nil {
 		return err
@@ -143,11 +135,10 @@ func (c *Copier) copyPiece(ctx context.Context, dir Direction, dev cuda.DevicePt
 	return c.segment(ctx, op{dir, dev, b}, PathPinned)
 }
 
-// progress records which pieces of a transfer are complete, beside the
-// first error and the flag that stops the lanes. Pieces complete out of
-// order, but only as many at once as lanes run, so it holds the bytes of
-// the unbroken prefix and the few complete pieces beyond it: nothing per
-// piece of the transfer.
+// progress records which pieces of a transfer are complete, beside the first error and the flag
+// that stops the lanes. Pieces complete out of order, but only as many at once as lanes run, so it
+// holds the bytes of the unbroken prefix and the few complete pieces beyond it: nothing per piece
+// of the transfer.
 type progress struct {
 	stop        atomic.Bool
 	mu          sync.Mutex // guards the rest; a leaf of the lock order (see Copier)
@@ -174,8 +165,8 @@ func (p *progress) fail(err error) {
 // complete records that piece i arrived whole, k bytes.
 func (p *progress) complete(i int, k int) { p.add(i, k, false) }
 
-// partial records that only the first k bytes of piece i arrived: the
-// count of the transfer ends there.
+// partial records that only the first k bytes of piece i arrived: the count of the transfer ends
+// there.
 func (p *progress) partial(i int, k int) { p.add(i, k, true) }
 
 func (p *progress) add(i int, k int, part bool) {
@@ -200,16 +191,15 @@ func (p *progress) add(i int, k int, part bool) {
 	}
 }
 
-// arrived is the bytes of the complete pieces from the start, up to the
-// first one that is not.
+// arrived is the bytes of the complete pieces from the start, up to the first one that is not.
 func (p *progress) arrived() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.prefixBytes
 }
 
-// result is the transfer's outcome: the bytes that arrived, and the first
-// error, said with the range it ended at.
+// result is the transfer's outcome: the bytes that arrived, and the first error, said with the
+// range it ended at.
 func (p *progress) result(what string, total int64) (int64, error) {
 	return p.resultOf(p.arrived(), what, total)
 }
@@ -227,13 +217,11 @@ func (p *progress) resultOf(n int64, what string, total int64) (int64, error) {
 	return n, fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, n, total, err)
 }
 
-// stagedLanes runs work for pieces from to to (exclusive) of ps, each
-// with a staging buffer of ChunkSize bytes held under a window slot for
-// the call, on the caller's goroutine and the copier's standing lanes of
-// direction d (the same lanes as a staged copy's), each taking the next
-// piece, until all are done or one fails (progress.stop) or ctx ends.
-// work returns the bytes of the piece that arrived: all of it unless it
-// fails.
+// stagedLanes runs work for pieces from to to (exclusive) of ps, each with a staging buffer of
+// ChunkSize bytes held under a window slot for the call, on the caller's goroutine and the copier's
+// standing lanes of direction d (the same lanes as a staged copy's), each taking the next piece,
+// until all are done or one fails (progress.stop) or ctx ends. work returns the bytes of the piece
+// that arrived: all of it unless it fails.
 func (c *Copier) stagedLanes(ctx context.Context, d Direction, ps pieces, from, to int, p *progress, work func(pc piece, buf []byte) (int, error)) {
 	var next atomic.Int64
 	next.Store(int64(from))
@@ -270,8 +258,7 @@ func (c *Copier) stagedLanes(ctx context.Context, d Direction, ps pieces, from, 
 	r.endJoins(0)
 }
 
-// pieceRun is the pieces of a stream or file transfer offered to the
-// standing lanes.
+// pieceRun is the pieces of a stream or file transfer offered to the standing lanes.
 type pieceRun struct {
 	runState
 	lane func()
@@ -279,9 +266,8 @@ type pieceRun struct {
 
 func (r *pieceRun) join() { r.joinLane(r.lane) }
 
-// caught runs fn, the caller's reader or writer, turning a panic into an
-// error wrapping ErrCallbackPanic: it may run on a lane of the copier, where
-// a panic would end the process.
+// caught runs fn, the caller's reader or writer, turning a panic into an error wrapping
+// ErrCallbackPanic: it may run on a lane of the copier, where a panic would end the process.
 func caught(what string, fn func() (int, error)) (n int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -291,15 +277,14 @@ func caught(what string, fn func() (int, error)) (n int, err error) {
 	return fn()
 }
 
-// rangedDevice is a device that can tell the allocation an address lies
-// in (cuMemGetAddressRange), so that a stream transfer that would run past
-// it is refused before it starts.
+// rangedDevice is a device that can tell the allocation an address lies in (cuMemGetAddressRange),
+// so that a stream transfer that would run past it is refused before it starts.
 type rangedDevice interface {
 	addressRange(p cuda.DevicePtr) (base cuda.DevicePtr, size uint64, err error)
 }
 
-// streamRun is one stream or file transfer under way: its context, pieces,
-// progress and start, counted in Stats as one transfer when it ends.
+// streamRun is one stream or file transfer under way: its context, pieces, progress and start,
+// counted in Stats as one transfer when it ends.
 type streamRun struct {
 	c    *Copier
 	ctx  context.Context
@@ -310,14 +295,12 @@ type streamRun struct {
 	what string
 }
 
-// startStream checks the arguments of a stream or file transfer of n
-// bytes between the device at dev and offset off of its host side (isNil:
-// its reader, writer or file, named arg, is nil) and begins it on the
-// copier, so that Close waits for it. It returns nil and no error when
-// there is nothing to move (then nothing was begun); else the caller
-// calls finish. Every length and offset is checked before anything is
-// allocated: off+n must fit an int64, dev+n the address space and, where
-// the device can tell, the allocation dev lies in.
+// startStream checks the arguments of a stream or file transfer of n bytes between the device at
+// dev and offset off of its host side (isNil: its reader, writer or file, named arg, is nil) and
+// begins it on the copier, so that Close waits for it. It returns nil and no error when there is
+// nothing to move (then nothing was begun); else the caller calls finish. Every length and offset
+// is checked before anything is allocated: off+n must fit an int64, dev+n the address space and,
+// where the device can tell, the allocation dev lies in.
 func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg string, isNil bool, dev cuda.DevicePtr, off, n int64) (*streamRun, error) {
 	switch {
 	case n < 0 || off < 0:
@@ -332,8 +315,8 @@ func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg strin
 		return nil, fmt.Errorf("%w: %s: device address %#x + length %d overflows", ErrInvalidRange, what, uint64(dev), n)
 	}
 	if rd, ok := c.dev.(rangedDevice); ok {
-		// A query the driver refuses (an address it does not know) leaves
-		// the check to the copies, which fail on such an address.
+		// A query the driver refuses (an address it does not know) leaves the check to the copies,
+		// which fail on such an address.
 		if base, size, err := rd.addressRange(dev); err == nil && uint64(dev-base)+uint64(n) > size {
 			return nil, fmt.Errorf("%w: %s: %d bytes at device address %#x run past its allocation (%d bytes at %#x)", ErrInvalidRange, what, n, uint64(dev), size, uint64(base))
 		}
@@ -347,9 +330,8 @@ func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg strin
 	return &streamRun{c: c, ctx: ctx, dir: dir, ps: newPieces(off, n, c.opt.ChunkSize), p: newProgress(), t0: time.Now(), what: what}, nil
 }
 
-// finish ends the transfer on the copier and counts it in Stats: one
-// transfer of n bytes under PathStream when it moved them all, else a
-// failure or a cancellation.
+// finish ends the transfer on the copier and counts it in Stats: one transfer of n bytes under
+// PathStream when it moved them all, else a failure or a cancellation.
 func (r *streamRun) finish(n int64, err error) (int64, error) {
 	dt := time.Since(r.t0)
 	switch {

@@ -11,26 +11,21 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// ToDeviceFrom copies n bytes read from r to the device at dst, and
-// returns how many bytes arrived there: all n when the error is nil. The
-// calling goroutine reads r in order, each piece of at most ChunkSize
-// bytes straight into a pinned staging buffer, while other goroutines copy
-// the pieces read before to the device; the pinned memory held stays
-// within the copier's window whatever n is, and none is held after it
-// returns.
+// ToDeviceFrom copies n bytes read from r to the device at dst, and returns how many bytes arrived
+// there: all n when the error is nil. The calling goroutine reads r in order, each piece of at most
+// ChunkSize bytes straight into a pinned staging buffer, while other goroutines copy the pieces
+// read before to the device; the pinned memory held stays within the copier's window whatever n is,
+// and none is held after it returns.
 //
-// A reader that ends before n bytes ends the transfer with an error
-// wrapping io.ErrUnexpectedEOF (what it gave is copied); a reader's error,
-// ctx ending (no further piece is read; those in flight complete) or Close
-// end it with an error wrapping theirs. A reader that breaks io.Reader's
-// contract (a count below 0 or above the buffer it was given, or many
-// empty reads in a row) ends it with an error wrapping ErrContract: the
-// bytes of the read it miscounted are not copied. A panic in r ends it
-// with ErrCallbackPanic. n must fit the device allocation at dst
-// (ErrInvalidRange, before anything is read). A nil ctx never ends; ctx is
-// checked between reads, but a Read that never returns is waited for,
-// since the staging buffer it was given is its until it does. For a file,
-// ToDeviceFromFile reads in parallel and is faster.
+// A reader that ends before n bytes ends the transfer with an error wrapping io.ErrUnexpectedEOF
+// (what it gave is copied); a reader's error, ctx ending (no further piece is read; those in flight
+// complete) or Close end it with an error wrapping theirs. A reader that breaks io.Reader's
+// contract (a count below 0 or above the buffer it was given, or many empty reads in a row) ends it
+// with an error wrapping ErrContract: the bytes of the read it miscounted are not copied. A panic
+// in r ends it with ErrCallbackPanic. n must fit the device allocation at dst (ErrInvalidRange,
+// before anything is read). A nil ctx never ends; ctx is checked between reads, but a Read that
+// never returns is waited for, since the staging buffer it was given is its until it does. For a
+// file, ToDeviceFromFile reads in parallel and is faster.
 func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Reader, n int64) (int64, error) {
 	run, err := c.startStream(ctx, HostToDevice, "ToDeviceFrom", "reader", r == nil, dst, 0, n)
 	if err != nil || run == nil {
@@ -43,8 +38,8 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 		data []byte
 		last bool // the reader failed in this piece: its bytes end the count
 	}
-	// What was read is copied even after the reader failed; a failed copy
-	// or ctx ending stops the copies still queued.
+	// What was read is copied even after the reader failed; a failed copy or ctx ending stops the
+	// copies still queued.
 	var copyFailed atomic.Bool
 	jobs := make(chan job, c.opt.Slots())
 	var wg sync.WaitGroup
@@ -103,17 +98,14 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 	return run.finish(p.result("reader to device", n))
 }
 
-// emptyReads is how many reads in a row may return no byte and no error
-// before a transfer gives up with io.ErrNoProgress: as many as the
-// standard library's bufio allows.
+// emptyReads is how many reads in a row may return no byte and no error before a transfer gives up
+// with io.ErrNoProgress: as many as the standard library's bufio allows.
 const emptyReads = 100
 
-// readChecked fills b from r, as io.ReadFull, and returns how many bytes
-// of b hold what r gave. It trusts no count: one below 0 or above what
-// was asked ends it with ErrContract, without the bytes of that read; a
-// run of empty reads ends it with ErrContract and io.ErrNoProgress; ctx
-// ending between reads ends it with ctx's error; a panic in r with
-// ErrCallbackPanic.
+// readChecked fills b from r, as io.ReadFull, and returns how many bytes of b hold what r gave. It
+// trusts no count: one below 0 or above what was asked ends it with ErrContract, without the bytes
+// of that read; a run of empty reads ends it with ErrContract and io.ErrNoProgress; ctx ending
+// between reads ends it with ctx's error; a panic in r with ErrCallbackPanic.
 func readChecked(ctx context.Context, r io.Reader, b []byte) (int, error) {
 	k, empty := 0, 0
 	for k < len(b) {
@@ -142,17 +134,15 @@ func readChecked(ctx context.Context, r io.Reader, b []byte) (int, error) {
 	return k, nil
 }
 
-// writeChecked writes b to w with one Write and returns how many bytes w
-// took: a count below 0 or above len(b) is ErrContract (and counts as
-// none), a short write with no error wraps io.ErrShortWrite and
-// ErrContract, a panic is ErrCallbackPanic.
+// writeChecked writes b to w with one Write and returns how many bytes w took: a count below 0 or
+// above len(b) is ErrContract (and counts as none), a short write with no error wraps
+// io.ErrShortWrite and ErrContract, a panic is ErrCallbackPanic.
 func writeChecked(w io.Writer, b []byte) (int, error) {
 	m, err := caught("Write", func() (int, error) { return w.Write(b) })
 	return checkWrite("Write", m, len(b), err)
 }
 
-// checkWrite checks the count m of a Write or WriteAt (what) of n bytes
-// that returned err.
+// checkWrite checks the count m of a Write or WriteAt (what) of n bytes that returned err.
 func checkWrite(what string, m, n int, err error) (int, error) {
 	switch {
 	case m < 0 || m > n:
@@ -165,18 +155,15 @@ func checkWrite(what string, m, n int, err error) (int, error) {
 	return m, nil
 }
 
-// FromDeviceTo copies n bytes from the device at src to w, in order, and
-// returns how many bytes w took: all n when the error is nil, and exactly
-// what the writer accepted otherwise. Other goroutines copy pieces of at
-// most ChunkSize bytes from the device into pinned staging buffers ahead
-// of the calling goroutine, which writes them to w; the pinned memory held
-// stays within the copier's window, and none is held after it returns. A
-// write error, ctx ending or Close end the transfer with an error wrapping
-// theirs; a writer that breaks io.Writer's contract (a short write with no
-// error, a count below 0 or above what it was given) with ErrContract; a
-// panic in w with ErrCallbackPanic. n must fit the device allocation at
-// src (ErrInvalidRange). A nil ctx never ends; a Write that never returns
-// is waited for, as in ToDeviceFrom.
+// FromDeviceTo copies n bytes from the device at src to w, in order, and returns how many bytes w
+// took: all n when the error is nil, and exactly what the writer accepted otherwise. Other
+// goroutines copy pieces of at most ChunkSize bytes from the device into pinned staging buffers
+// ahead of the calling goroutine, which writes them to w; the pinned memory held stays within the
+// copier's window, and none is held after it returns. A write error, ctx ending or Close end the
+// transfer with an error wrapping theirs; a writer that breaks io.Writer's contract (a short write
+// with no error, a count below 0 or above what it was given) with ErrContract; a panic in w with
+// ErrCallbackPanic. n must fit the device allocation at src (ErrInvalidRange). A nil ctx never
+// ends; a Write that never returns is waited for, as in ToDeviceFrom.
 func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DevicePtr, n int64) (int64, error) {
 	run, err := c.startStream(ctx, DeviceToHost, "FromDeviceTo", "writer", w == nil, src, 0, n)
 	if err != nil || run == nil {
@@ -208,8 +195,8 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 			queue <- j
 		}
 	}()
-	// The writer is called on this goroutine only, so the count of what
-	// it took is exact, whatever ends the transfer meanwhile.
+	// The writer is called on this goroutine only, so the count of what it took is exact, whatever
+	// ends the transfer meanwhile.
 	var written int64
 	i := 0
 	for j := range queue {
