@@ -48,9 +48,13 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	// lanes.
 	mapped := func(pc piece) bool { return src.mapBytes(pc.off, pc.off+int64(pc.n)) != nil }
 	for i := 0; i < ps.count && !p.stop.Load(); {
-		m, j := mapped(ps.at(i)), i+1
-		for j < ps.count && mapped(ps.at(j)) == m {
-			j++
+		// One probe for all that is left first: a warm file is one run.
+		m, j := true, ps.count
+		if src.mapBytes(ps.at(i).off, off+n) == nil {
+			m, j = mapped(ps.at(i)), i+1
+			for j < ps.count && mapped(ps.at(j)) == m {
+				j++
+			}
 		}
 		first, last := ps.at(i), ps.at(j-1)
 		var b []byte

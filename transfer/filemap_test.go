@@ -216,3 +216,26 @@ func TestToDeviceMappedTruncated(t *testing.T) {
 		})
 	}
 }
+
+// TestFileMixedLoad loads a file whose second half is not in the page cache: the cached run goes
+// through the staged path from the mapping, the rest through staging, one transfer, byte-exact.
+func TestFileMixedLoad(t *testing.T) {
+	const half = 2 << 20
+	e := newEnv(t, Options{Lanes: 4, ChunkSize: 256 << 10, WindowBytes: 4 << 20})
+	data := randomBytes(2*half, 19)
+	f := writeTemp(t, data)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), half, half, unix.FADV_DONTNEED); err != nil {
+		t.Skipf("cannot drop the file from the page cache: %v", err)
+	}
+	dev := e.d.alloc(2*half - 5)
+	if got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 5, 2*half-5); err != nil || got != 2*half-5 {
+		t.Fatalf("%d bytes, %v", got, err)
+	}
+	sameBytes(t, "mixed file", e.devBytes(dev, 2*half-5), data[5:])
+	if st := e.c.Stats(); st.ToDevice.Stream.Transfers != 1 || st.ToDevice.Staged.Transfers != 0 {
+		t.Fatalf("Stats: %d stream, %d staged transfers; want 1, 0", st.ToDevice.Stream.Transfers, st.ToDevice.Staged.Transfers)
+	}
+}
