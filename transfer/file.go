@@ -74,7 +74,7 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 				p.complete(k, ps.at(k).n)
 			}
 		} else {
-			c.stagedLanes(ctx, HostToDevice, ps, i, j, p, func(pc piece, buf []byte) (int, error) {
+			c.runPieces(ctx, HostToDevice, ps, i, j, p, func(pc piece, buf []byte) (int, error) {
 				data, err := src.readAt(ctx, buf, pc.off, pc.n)
 				if err != nil {
 					return 0, err
@@ -109,7 +109,7 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 		return 0, err
 	}
 	ctx, ps, p := run.ctx, run.ps, run.p
-	c.stagedLanes(ctx, DeviceToHost, ps, 0, ps.count, p, func(pc piece, buf []byte) (int, error) {
+	c.runPieces(ctx, DeviceToHost, ps, 0, ps.count, p, func(pc piece, buf []byte) (int, error) {
 		b := buf[:pc.n:pc.n]
 		if err := c.copyPiece(ctx, DeviceToHost, src+cuda.DevicePtr(pc.pos), b); err != nil {
 			return 0, err

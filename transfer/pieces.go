@@ -58,25 +58,6 @@ func (p pieces) at(i int) piece {
 	return piece{pos: start - p.off, off: start, n: int(end - start)}
 }
 
-// splitPieces lists the pieces of [off, off+n) (tests).
-func splitPieces(off, n int64, chunk int) []piece {
-	if n <= 0 {
-		return nil
-	}
-	p := newPieces(off, n, chunk)
-	ps := make([]piece, p.count)
-	for i := range ps {
-		ps[i] = p.at(i)
-	}
-	return ps
-}
-
-// streamLanes is how many goroutines work on one stream transfer: twice the copier's lanes (each
-// spends part of its time waiting for its DMA), within the window's slots and the number of pieces.
-func (c *Copier) streamLanes(pieces int) int {
-	return max(1, min(2*c.opt.Lanes, c.opt.Slots(), pieces))
-}
-
 // staging is one piece's pinned buffer and its window slot.
 type staging struct {
 	w   *window
@@ -217,12 +198,12 @@ func (p *progress) resultOf(n int64, what string, total int64) (int64, error) {
 	return n, fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, n, total, err)
 }
 
-// stagedLanes runs work for pieces from to to (exclusive) of ps, each with a staging buffer of
+// runPieces runs work for pieces from to to (exclusive) of ps, each with a staging buffer of
 // ChunkSize bytes held under a window slot for the call, on the caller's goroutine and the copier's
 // standing lanes of direction d (the same lanes as a staged copy's), each taking the next piece,
 // until all are done or one fails (progress.stop) or ctx ends. work returns the bytes of the piece
 // that arrived: all of it unless it fails.
-func (c *Copier) stagedLanes(ctx context.Context, d Direction, ps pieces, from, to int, p *progress, work func(pc piece, buf []byte) (int, error)) {
+func (c *Copier) runPieces(ctx context.Context, d Direction, ps pieces, from, to int, p *progress, work func(pc piece, buf []byte) (int, error)) {
 	var next atomic.Int64
 	next.Store(int64(from))
 	piece := func(i int) (int, error) {

@@ -43,7 +43,7 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 	var copyFailed atomic.Bool
 	jobs := make(chan job, c.opt.Slots())
 	var wg sync.WaitGroup
-	for range max(1, min(4, c.streamLanes(ps.count)-1)) {
+	for range max(1, min(4, 2*c.opt.Lanes-1, c.opt.Slots()-1, ps.count-1)) { // copies under way while the caller reads
 		wg.Go(func() {
 			for j := range jobs {
 				var err error
