@@ -74,16 +74,9 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 				p.complete(k, ps.at(k).n)
 			}
 		} else {
-			c.runPieces(ctx, HostToDevice, ps, i, j, p, func(pc piece, buf []byte) (int, error) {
-				data, err := src.readAt(ctx, buf, pc.off, pc.n)
-				if err != nil {
-					return 0, err
-				}
-				if err := c.copyPiece(ctx, HostToDevice, dst+cuda.DevicePtr(pc.pos), data); err != nil {
-					return 0, err
-				}
-				return pc.n, nil
-			})
+			c.runPieces(ctx, HostToDevice, dst, ps, i, j, p, func(pc piece, buf []byte) ([]byte, error) {
+				return src.readAt(ctx, buf, pc.off, pc.n)
+			}, nil)
 		}
 		i = j
 	}
@@ -109,16 +102,14 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 		return 0, err
 	}
 	ctx, ps, p := run.ctx, run.ps, run.p
-	c.runPieces(ctx, DeviceToHost, ps, 0, ps.count, p, func(pc piece, buf []byte) (int, error) {
-		b := buf[:pc.n:pc.n]
-		if err := c.copyPiece(ctx, DeviceToHost, src+cuda.DevicePtr(pc.pos), b); err != nil {
-			return 0, err
-		}
+	c.runPieces(ctx, DeviceToHost, src, ps, 0, ps.count, p, func(pc piece, buf []byte) ([]byte, error) {
+		return buf[:pc.n:pc.n], nil
+	}, func(pc piece, b []byte) (int, error) {
 		m, err := caught("WriteAt", func() (int, error) { return f.WriteAt(b, pc.off) })
 		if k, err := checkWrite("WriteAt", m, len(b), err); err != nil {
 			return k, fmt.Errorf("writing at %d: %w", pc.off+int64(k), err)
 		}
-		return pc.n, nil
+		return len(b), nil
 	})
 	return run.finish(p.result(fmt.Sprintf("device to file, offset %d", off), n))
 }

@@ -64,27 +64,6 @@ type staging struct {
 	buf pinpool.Buffer
 }
 
-// stage takes a slot of direction d's window and a staging buffer of ChunkSize bytes, or returns
-// ctx's error, before taking anything when ctx has already ended.
-func (c *Copier) stage(ctx context.Context, d Direction) (staging, error) {
-	if err := c.live(ctx); err != nil {
-		return staging{}, err
-	}
-	w := c.wins[d]
-	if err := w.acquire(ctx); err != nil {
-		return staging{}, err
-	}
-	buf, err := c.pool.Get(ctx, c.opt.ChunkSize)
-	if err != nil {
-		w.release()
-		if ctx.Err() != nil {
-			return staging{}, ctx.Err()
-		}
-		return staging{}, fmt.Errorf("%w: %w", ErrStaging, err)
-	}
-	return staging{w, buf}, nil
-}
-
 // live returns ctx's error, or ErrClosed once Close has begun: a stream transfer ends at its next
 // piece then, so that Close does not wait for a reader that may never end.
 func (c *Copier) live(ctx context.Context) error {
@@ -106,14 +85,109 @@ func (s staging) done() {
 	s.w.release()
 }
 
-// copyPiece copies pinned memory b (part of a staging buffer) to or from the device at dev, and
-// returns once the copy is complete. It is one asynchronous copy of the stream transfer, which
-// Stats counts as a whole (PathStream), not piece by piece.
-func (c *Copier) copyPiece(ctx context.Context, dir Direction, dev cuda.DevicePtr, b []byte) error {
-	if err := c.live(ctx); err != nil {
+// pieceQueue is a stream's pieces whose asynchronous copies are issued, oldest first. A stream
+// transfer runs on its caller's goroutine alone: reads (or writes) overlap the DMA of the pieces in
+// flight, as many as the window lets it hold.
+type pieceQueue struct {
+	c    *Copier
+	ctx  context.Context
+	dir  Direction
+	held []queued
+	land func(f queued, err error) // each piece in order once its copy has completed (err: its failure)
+}
+
+// queued is piece i of a stream in flight: its staging, the event after its copy, its bytes (short:
+// the reader failed in it).
+type queued struct {
+	i     int
+	s     staging
+	ev    event
+	data  []byte
+	short bool
+}
+
+// stage takes a window slot and a staging buffer; while pieces are in flight it lands the oldest
+// instead of waiting for either, so that a stream never waits on its own staging.
+func (q *pieceQueue) stage() (staging, error) {
+	c, w := q.c, q.c.wins[q.dir]
+	if err := c.live(q.ctx); err != nil {
+		return staging{}, err
+	}
+	for !w.tryAcquire() {
+		if !q.landOldest() {
+			if err := w.acquire(q.ctx); err != nil {
+				return staging{}, err
+			}
+			break
+		}
+	}
+	for {
+		buf, err := c.pool.TryGet(c.opt.ChunkSize)
+		if err == nil {
+			return staging{w, buf}, nil
+		}
+		if !errors.Is(err, pinpool.ErrBudget) || !q.landOldest() {
+			break
+		}
+	}
+	buf, err := c.pool.Get(q.ctx, c.opt.ChunkSize)
+	if err != nil {
+		w.release()
+		if q.ctx.Err() != nil {
+			return staging{}, q.ctx.Err()
+		}
+		return staging{}, fmt.Errorf("%w: %w", ErrStaging, err)
+	}
+	return staging{w, buf}, nil
+}
+
+// issue issues f's copy between f.data (in s) and the device at dev. s is the queue's from then on:
+// on failure it is given back at once.
+func (q *pieceQueue) issue(s staging, f queued, dev cuda.DevicePtr) error {
+	ev, unsure, err := q.c.issue(q.c.stream(q.dir), op{q.dir, dev, f.data}, PathPinned, 0, f.data)
+	if err != nil {
+		if unsure {
+			s.buf.ReleaseAfter(failedFence{err})
+			s.w.release()
+		} else {
+			s.done()
+		}
 		return err
 	}
-	return c.segment(ctx, op{dir, dev, b}, PathPinned)
+	f.s, f.ev = s, ev
+	q.held = append(q.held, f)
+	return nil
+}
+
+// landOldest waits for the oldest piece's copy, hands it to land, and gives its staging back (a
+// buffer whose copy failed is retired); it reports false when none is in flight.
+func (q *pieceQueue) landOldest() bool {
+	if len(q.held) == 0 {
+		return false
+	}
+	f := q.held[0]
+	q.held = q.held[1:]
+	err := f.ev.synchronize()
+	if err != nil {
+		q.c.events.drop(f.ev)
+		err = copyErr(q.dir, PathPinned, 0, len(f.data), err)
+	} else {
+		q.c.events.put(f.ev)
+	}
+	q.land(f, err)
+	if err != nil {
+		f.s.buf.ReleaseAfter(failedFence{err})
+		f.s.w.release()
+	} else {
+		f.s.done()
+	}
+	return true
+}
+
+// drain lands every piece still in flight.
+func (q *pieceQueue) drain() {
+	for q.landOldest() {
+	}
 }
 
 // progress records which pieces of a transfer are complete, beside the first error and the flag
@@ -198,38 +272,53 @@ func (p *progress) resultOf(n int64, what string, total int64) (int64, error) {
 	return n, fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, n, total, err)
 }
 
-// runPieces runs work for pieces from to to (exclusive) of ps, each with a staging buffer of
-// ChunkSize bytes held under a window slot for the call, on the caller's goroutine and the copier's
-// standing lanes of direction d (the same lanes as a staged copy's), each taking the next piece,
-// until all are done or one fails (progress.stop) or ctx ends. work returns the bytes of the piece
-// that arrived: all of it unless it fails.
-func (c *Copier) runPieces(ctx context.Context, d Direction, ps pieces, from, to int, p *progress, work func(pc piece, buf []byte) (int, error)) {
+// runPieces moves pieces from to to (exclusive) of ps between staging and the device at dev, on
+// the caller's goroutine and the copier's standing lanes of direction d (the same lanes as a
+// staged copy's), each taking the next piece, until all are done or one fails (progress.stop) or
+// ctx ends. Each lane keeps its pieces' copies in flight (pieceQueue) while it fills the next
+// staging buffer: fill returns the piece's bytes in buf (host to device, read into it); drain, when
+// not nil, takes them once they landed (device to host) and returns how many it took.
+func (c *Copier) runPieces(ctx context.Context, d Direction, dev cuda.DevicePtr, ps pieces, from, to int, p *progress, fill func(pc piece, buf []byte) ([]byte, error), drain func(pc piece, b []byte) (int, error)) {
 	var next atomic.Int64
 	next.Store(int64(from))
-	piece := func(i int) (int, error) {
-		s, err := c.stage(ctx, d)
-		if err != nil {
-			return 0, err
-		}
-		defer s.done()
-		return work(ps.at(i), s.buf.Bytes())
-	}
 	r := &pieceRun{}
 	r.lane = func() {
+		q := &pieceQueue{c: c, ctx: ctx, dir: d, land: func(f queued, err error) {
+			k := len(f.data)
+			if err == nil && drain != nil {
+				k, err = drain(ps.at(f.i), f.data)
+			}
+			if err != nil {
+				if k > 0 {
+					p.partial(f.i, k)
+				}
+				p.fail(err)
+				return
+			}
+			p.complete(f.i, k)
+		}}
+		defer q.drain()
 		for !p.stop.Load() {
 			i := int(next.Add(1) - 1)
 			if i >= to {
 				return
 			}
-			k, err := piece(i)
+			pc := ps.at(i)
+			s, err := q.stage()
 			if err != nil {
-				if k > 0 {
-					p.partial(i, k)
-				}
 				p.fail(err)
 				return
 			}
-			p.complete(i, k)
+			b, err := fill(pc, s.buf.Bytes())
+			if err == nil {
+				err = q.issue(s, queued{i: i, data: b}, dev+cuda.DevicePtr(pc.pos))
+			} else {
+				s.done()
+			}
+			if err != nil {
+				p.fail(err)
+				return
+			}
 		}
 	}
 	l := c.lanes[d]

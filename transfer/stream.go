@@ -5,16 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
-	"sync/atomic"
 
 	"github.com/pinpool/pinpool/cuda"
 )
 
 // ToDeviceFrom copies n bytes read from r to the device at dst, and returns how many bytes arrived
 // there: all n when the error is nil. The calling goroutine reads r in order, each piece of at most
-// ChunkSize bytes straight into a pinned staging buffer, while other goroutines copy the pieces
-// read before to the device; the pinned memory held stays within the copier's window whatever n is,
+// ChunkSize bytes straight into a pinned staging buffer, while the pieces read before are copied
+// to the device; the pinned memory held stays within the copier's window whatever n is,
 // and none is held after it returns.
 //
 // A reader that ends before n bytes ends the transfer with an error wrapping io.ErrUnexpectedEOF
@@ -32,45 +30,23 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 		return 0, err
 	}
 	ctx, ps, p := run.ctx, run.ps, run.p
-	type job struct {
-		i    int
-		s    staging
-		data []byte
-		last bool // the reader failed in this piece: its bytes end the count
-	}
-	// What was read is copied even after the reader failed; a failed copy or ctx ending stops the
-	// copies still queued.
-	var copyFailed atomic.Bool
-	jobs := make(chan job, c.opt.Slots())
-	var wg sync.WaitGroup
-	for range max(1, min(4, 2*c.opt.Lanes-1, c.opt.Slots()-1, ps.count-1)) { // copies under way while the caller reads
-		wg.Go(func() {
-			for j := range jobs {
-				var err error
-				copied := false
-				if !copyFailed.Load() {
-					err = c.copyPiece(ctx, HostToDevice, dst+cuda.DevicePtr(ps.at(j.i).pos), j.data)
-					copied = err == nil
-				}
-				j.s.done()
-				switch {
-				case err != nil:
-					copyFailed.Store(true)
-					p.fail(err)
-				case copied && j.last:
-					p.partial(j.i, len(j.data))
-				case copied:
-					p.complete(j.i, len(j.data))
-				}
-			}
-		})
-	}
+	// What was read is copied even after the reader failed; its bytes end the count.
+	q := &pieceQueue{c: c, ctx: ctx, dir: HostToDevice, land: func(f queued, err error) {
+		switch {
+		case err != nil:
+			p.fail(err)
+		case f.short:
+			p.partial(f.i, len(f.data))
+		default:
+			p.complete(f.i, len(f.data))
+		}
+	}}
 	for i := range ps.count {
 		if p.stop.Load() {
 			break
 		}
 		pc := ps.at(i)
-		s, err := c.stage(ctx, HostToDevice)
+		s, err := q.stage()
 		if err != nil {
 			p.fail(err)
 			break
@@ -83,18 +59,20 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 			} else {
 				err = fmt.Errorf("reading after %d bytes: %w", pc.pos+int64(k), err)
 			}
-			if k > 0 { // what it gave goes to the device before the error is told
-				jobs <- job{i, s, b[:k], true}
-			} else {
+			p.fail(err)
+			if k == 0 {
 				s.done()
+			} else if err := q.issue(s, queued{i: i, data: b[:k], short: true}, dst+cuda.DevicePtr(pc.pos)); err != nil {
+				p.fail(err)
 			}
+			break
+		}
+		if err := q.issue(s, queued{i: i, data: b}, dst+cuda.DevicePtr(pc.pos)); err != nil {
 			p.fail(err)
 			break
 		}
-		jobs <- job{i, s, b, false}
 	}
-	close(jobs)
-	wg.Wait()
+	q.drain()
 	return run.finish(p.result("reader to device", n))
 }
 
@@ -156,9 +134,9 @@ func checkWrite(what string, m, n int, err error) (int, error) {
 }
 
 // FromDeviceTo copies n bytes from the device at src to w, in order, and returns how many bytes w
-// took: all n when the error is nil, and exactly what the writer accepted otherwise. Other
-// goroutines copy pieces of at most ChunkSize bytes from the device into pinned staging buffers
-// ahead of the calling goroutine, which writes them to w; the pinned memory held stays within the
+// took: all n when the error is nil, and exactly what the writer accepted otherwise. Pieces of at
+// most ChunkSize bytes are copied from the device into pinned staging buffers ahead of the calling
+// goroutine, which writes them to w; the pinned memory held stays within the
 // copier's window, and none is held after it returns. A write error, ctx ending or Close end the
 // transfer with an error wrapping theirs; a writer that breaks io.Writer's contract (a short write
 // with no error, a count below 0 or above what it was given) with ErrContract; a panic in w with
@@ -170,52 +148,37 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 		return 0, err
 	}
 	ctx, ps, p := run.ctx, run.ps, run.p
-	type job struct {
-		s    staging
-		copy chan error
-	}
-	queue := make(chan job, c.opt.Slots())
-	var copies sync.WaitGroup
-	go func() { // copies ahead of the writer, as far as the window lets it
-		defer close(queue)
-		for i := range ps.count {
-			if p.stop.Load() {
-				return
-			}
-			pc := ps.at(i)
-			s, err := c.stage(ctx, DeviceToHost)
-			if err != nil {
-				p.fail(err)
-				return
-			}
-			j := job{s, make(chan error, 1)}
-			copies.Go(func() {
-				j.copy <- c.copyPiece(ctx, DeviceToHost, src+cuda.DevicePtr(pc.pos), s.buf.Bytes()[:pc.n])
-			})
-			queue <- j
-		}
-	}()
-	// The writer is called on this goroutine only, so the count of what it took is exact, whatever
-	// ends the transfer meanwhile.
+	// The writer is called on this goroutine only, in order, as each piece lands, so the count of
+	// what it took is exact, whatever ends the transfer meanwhile.
 	var written int64
-	i := 0
-	for j := range queue {
-		err := <-j.copy
+	q := &pieceQueue{c: c, ctx: ctx, dir: DeviceToHost, land: func(f queued, err error) {
 		if err == nil && !p.stop.Load() {
-			pc := ps.at(i)
 			var k int
-			k, err = writeChecked(w, j.s.buf.Bytes()[:pc.n])
+			k, err = writeChecked(w, f.data)
 			written += int64(k)
 			if err != nil {
 				err = fmt.Errorf("writing after %d bytes: %w", written, err)
 			}
 		}
-		j.s.done()
 		if err != nil {
 			p.fail(err)
 		}
-		i++
+	}}
+	for i := range ps.count { // copies ahead of the writer, as far as the window lets them
+		if p.stop.Load() {
+			break
+		}
+		pc := ps.at(i)
+		s, err := q.stage()
+		if err != nil {
+			p.fail(err)
+			break
+		}
+		if err := q.issue(s, queued{i: i, data: s.buf.Bytes()[:pc.n:pc.n]}, src+cuda.DevicePtr(pc.pos)); err != nil {
+			p.fail(err)
+			break
+		}
 	}
-	copies.Wait()
+	q.drain()
 	return run.finish(p.resultOf(written, "device to writer", n))
 }
