@@ -74,7 +74,7 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 				p.complete(k, ps.at(k).n)
 			}
 		} else {
-			c.runPieces(ctx, HostToDevice, dst, ps, i, j, p, func(pc piece, buf []byte) ([]byte, error) {
+			c.runPieces(ctx, HostToDevice, dst, ps, i, j, c.opt.Lanes, p, func(pc piece, buf []byte) ([]byte, error) {
 				return src.readAt(ctx, buf, pc.off, pc.n)
 			}, nil)
 		}
@@ -102,7 +102,7 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 		return 0, err
 	}
 	ctx, ps, p := run.ctx, run.ps, run.p
-	c.runPieces(ctx, DeviceToHost, src, ps, 0, ps.count, p, func(pc piece, buf []byte) ([]byte, error) {
+	c.runPieces(ctx, DeviceToHost, src, ps, 0, ps.count, c.opt.Lanes, p, func(pc piece, buf []byte) ([]byte, error) {
 		return buf[:pc.n:pc.n], nil
 	}, func(pc piece, b []byte) (int, error) {
 		m, err := caught("WriteAt", func() (int, error) { return f.WriteAt(b, pc.off) })

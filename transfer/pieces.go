@@ -276,16 +276,23 @@ func (p *progress) resultOf(n int64, what string, total int64) (int64, error) {
 // the caller's goroutine and the copier's standing lanes of direction d (the same lanes as a
 // staged copy's), each taking the next piece, until all are done or one fails (progress.stop) or
 // ctx ends. Each lane keeps its pieces' copies in flight (pieceQueue) while it fills the next
-// staging buffer: fill returns the piece's bytes in buf (host to device, read into it); drain, when
-// not nil, takes them once they landed (device to host) and returns how many it took.
-func (c *Copier) runPieces(ctx context.Context, d Direction, dev cuda.DevicePtr, ps pieces, from, to int, p *progress, fill func(pc piece, buf []byte) ([]byte, error), drain func(pc piece, b []byte) (int, error)) {
+// staging buffer: fill returns the piece's bytes in buf (host to device, read into it; with an
+// error, what it read before); drain, when not nil, takes them once they landed (device to host)
+// and returns how many it took. With one lane the pieces are filled and drained in order.
+func (c *Copier) runPieces(ctx context.Context, d Direction, dev cuda.DevicePtr, ps pieces, from, to, lanes int, p *progress, fill func(pc piece, buf []byte) ([]byte, error), drain func(pc piece, b []byte) (int, error)) {
 	var next atomic.Int64
 	next.Store(int64(from))
 	r := &pieceRun{}
 	r.lane = func() {
 		q := &pieceQueue{c: c, ctx: ctx, dir: d, land: func(f queued, err error) {
 			k := len(f.data)
-			if err == nil && drain != nil {
+			switch {
+			case err == nil && f.short:
+				p.partial(f.i, k)
+				return
+			case err == nil && drain != nil && p.stop.Load():
+				return // not taken: the transfer ends before it
+			case err == nil && drain != nil:
 				k, err = drain(ps.at(f.i), f.data)
 			}
 			if err != nil {
@@ -310,19 +317,23 @@ func (c *Copier) runPieces(ctx context.Context, d Direction, dev cuda.DevicePtr,
 				return
 			}
 			b, err := fill(pc, s.buf.Bytes())
-			if err == nil {
-				err = q.issue(s, queued{i: i, data: b}, dev+cuda.DevicePtr(pc.pos))
-			} else {
-				s.done()
-			}
 			if err != nil {
+				p.fail(err) // what was filled before the error still goes, and ends the count
+				if len(b) == 0 {
+					s.done()
+				} else if err := q.issue(s, queued{i: i, data: b, short: true}, dev+cuda.DevicePtr(pc.pos)); err != nil {
+					p.fail(err)
+				}
+				return
+			}
+			if err := q.issue(s, queued{i: i, data: b}, dev+cuda.DevicePtr(pc.pos)); err != nil {
 				p.fail(err)
 				return
 			}
 		}
 	}
 	l := c.lanes[d]
-	l.offer(r, min(c.opt.Lanes, c.opt.Slots(), to-from)-1)
+	l.offer(r, min(lanes, c.opt.Slots(), to-from)-1)
 	r.lane()
 	l.withdraw(r)
 	r.endJoins(0)

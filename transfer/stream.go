@@ -30,49 +30,19 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 		return 0, err
 	}
 	ctx, ps, p := run.ctx, run.ps, run.p
-	// What was read is copied even after the reader failed; its bytes end the count.
-	q := &pieceQueue{c: c, ctx: ctx, dir: HostToDevice, land: func(f queued, err error) {
-		switch {
-		case err != nil:
-			p.fail(err)
-		case f.short:
-			p.partial(f.i, len(f.data))
-		default:
-			p.complete(f.i, len(f.data))
-		}
-	}}
-	for i := range ps.count {
-		if p.stop.Load() {
-			break
-		}
-		pc := ps.at(i)
-		s, err := q.stage()
-		if err != nil {
-			p.fail(err)
-			break
-		}
-		b := s.buf.Bytes()[:pc.n:pc.n]
+	c.runPieces(ctx, HostToDevice, dst, ps, 0, ps.count, 1, p, func(pc piece, buf []byte) ([]byte, error) {
+		b := buf[:pc.n:pc.n]
 		k, err := readChecked(ctx, r, b)
-		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				err = fmt.Errorf("the reader ended after %d bytes: %w", pc.pos+int64(k), io.ErrUnexpectedEOF)
-			} else {
-				err = fmt.Errorf("reading after %d bytes: %w", pc.pos+int64(k), err)
-			}
-			p.fail(err)
-			if k == 0 {
-				s.done()
-			} else if err := q.issue(s, queued{i: i, data: b[:k], short: true}, dst+cuda.DevicePtr(pc.pos)); err != nil {
-				p.fail(err)
-			}
-			break
+		switch {
+		case err == nil:
+			return b, nil
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			err = fmt.Errorf("the reader ended after %d bytes: %w", pc.pos+int64(k), io.ErrUnexpectedEOF)
+		default:
+			err = fmt.Errorf("reading after %d bytes: %w", pc.pos+int64(k), err)
 		}
-		if err := q.issue(s, queued{i: i, data: b}, dst+cuda.DevicePtr(pc.pos)); err != nil {
-			p.fail(err)
-			break
-		}
-	}
-	q.drain()
+		return b[:k], err
+	}, nil)
 	return run.finish(p.result("reader to device", n))
 }
 
@@ -148,37 +118,18 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 		return 0, err
 	}
 	ctx, ps, p := run.ctx, run.ps, run.p
-	// The writer is called on this goroutine only, in order, as each piece lands, so the count of
-	// what it took is exact, whatever ends the transfer meanwhile.
+	// The writer is called on one goroutine, in order, as each piece lands, so the count of what it
+	// took is exact, whatever ends the transfer meanwhile.
 	var written int64
-	q := &pieceQueue{c: c, ctx: ctx, dir: DeviceToHost, land: func(f queued, err error) {
-		if err == nil && !p.stop.Load() {
-			var k int
-			k, err = writeChecked(w, f.data)
-			written += int64(k)
-			if err != nil {
-				err = fmt.Errorf("writing after %d bytes: %w", written, err)
-			}
-		}
+	c.runPieces(ctx, DeviceToHost, src, ps, 0, ps.count, 1, p, func(pc piece, buf []byte) ([]byte, error) {
+		return buf[:pc.n:pc.n], nil
+	}, func(pc piece, b []byte) (int, error) {
+		k, err := writeChecked(w, b)
+		written += int64(k)
 		if err != nil {
-			p.fail(err)
+			return k, fmt.Errorf("writing after %d bytes: %w", written, err)
 		}
-	}}
-	for i := range ps.count { // copies ahead of the writer, as far as the window lets them
-		if p.stop.Load() {
-			break
-		}
-		pc := ps.at(i)
-		s, err := q.stage()
-		if err != nil {
-			p.fail(err)
-			break
-		}
-		if err := q.issue(s, queued{i: i, data: s.buf.Bytes()[:pc.n:pc.n]}, src+cuda.DevicePtr(pc.pos)); err != nil {
-			p.fail(err)
-			break
-		}
-	}
-	q.drain()
+		return k, nil
+	})
 	return run.finish(p.resultOf(written, "device to writer", n))
 }
