@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"sync/atomic"
 	"testing"
@@ -30,15 +31,7 @@ func TestFileTruncatedDuringLoad(t *testing.T) {
 	const n = 2 << 20
 	data := randomBytes(n, 13)
 	f := writeTemp(t, data)
-	var cut atomic.Bool
-	e.d.failEnqueue = func(Direction, int) error {
-		if !cut.Swap(true) {
-			if err := f.Truncate(0); err != nil {
-				t.Errorf("truncate: %v", err)
-			}
-		}
-		return nil
-	}
+	truncateOnFirstCopy(t, e, f)
 	dev := e.d.alloc(n)
 	got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 0, n)
 	if !errors.Is(err, ErrFileChanged) || !errors.Is(err, io.ErrUnexpectedEOF) || got >= n {
@@ -192,15 +185,7 @@ func TestToDeviceMappedTruncated(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer unix.Munmap(m)
-			var cut atomic.Bool
-			e.d.failEnqueue = func(Direction, int) error {
-				if !cut.Swap(true) {
-					if err := f.Truncate(0); err != nil {
-						t.Errorf("truncate: %v", err)
-					}
-				}
-				return nil
-			}
+			truncateOnFirstCopy(t, e, f)
 			err = e.c.ToDevice(context.Background(), e.d.alloc(n), m)
 			var sf *sourceFault
 			if !errors.Is(err, ErrFileChanged) || !errors.As(err, &sf) {
@@ -237,5 +222,18 @@ func TestFileMixedLoad(t *testing.T) {
 	sameBytes(t, "mixed file", e.devBytes(dev, 2*half-5), data[5:])
 	if st := e.c.Stats(); st.ToDevice.Stream.Transfers != 1 || st.ToDevice.Staged.Transfers != 0 {
 		t.Fatalf("Stats: %d stream, %d staged transfers; want 1, 0", st.ToDevice.Stream.Transfers, st.ToDevice.Staged.Transfers)
+	}
+}
+
+// truncateOnFirstCopy cuts f to nothing when the fake device queues the first copy.
+func truncateOnFirstCopy(t *testing.T, e *env, f *os.File) {
+	var cut atomic.Bool
+	e.d.failEnqueue = func(Direction, int) error {
+		if !cut.Swap(true) {
+			if err := f.Truncate(0); err != nil {
+				t.Errorf("truncate: %v", err)
+			}
+		}
+		return nil
 	}
 }
