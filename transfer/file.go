@@ -48,9 +48,10 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	// lanes.
 	mapped := func(pc piece) bool { return src.mapBytes(pc.off, pc.off+int64(pc.n)) != nil }
 	for i := 0; i < ps.count && !p.stop.Load(); {
-		// One probe for all that is left first: a warm file is one run.
+		// One probe for the whole range first: a warm file is one run. (Only first: probing all that
+		// is left at every run would cost a mixed file time quadratic in its size.)
 		m, j := true, ps.count
-		if src.mapBytes(ps.at(i).off, off+n) == nil {
+		if i > 0 || src.mapBytes(off, off+n) == nil {
 			m, j = mapped(ps.at(i)), i+1
 			for j < ps.count && mapped(ps.at(j)) == m {
 				j++
