@@ -8,31 +8,26 @@ import (
 	"github.com/pinpool/pinpool"
 )
 
-// The cooperative mode (see mode). Its chunks are issued in order, each by
-// one goroutine under the issue lock, and waited for by one:
+// The cooperative mode (see mode). Its chunks are issued in order, each by one goroutine under the
+// issue lock, and waited for by one:
 //
-//   - host to device, the lane that copies the last stripe of a chunk
-//     issues the chunk's copy; when the lanes are done, the caller waits
-//     for the chunks' events;
-//   - device to host, the caller issues every chunk's copy first, then
-//     waits for them in order and announces each one as it lands; the lanes
-//     copy each chunk's stripes out once it is announced.
+//   - host to device, the lane that copies the last stripe of a chunk issues the chunk's copy; when
+//     the lanes are done, the caller waits for the chunks' events;
+//   - device to host, the caller issues every chunk's copy first, then waits for them in order and
+//     announces each one as it lands; the lanes copy each chunk's stripes out once it is announced.
 //
-// Device to host, back to back (plan.backToBack), the staging is evicted
-// from the CPU caches after the copy-out. When the transfer is the only
-// one staging in its direction (plan.streamOut), its caller does not wait
-// for that (the handoff): it returns once every stripe is copied out, and
-// the last of the transfer's goroutines to finish evicts the caller's
-// stripes and gives the staging back (lastOut). An eviction takes about as
-// long as the copy-out; waiting for it had the caller wait for the last
-// chunk twice (BenchmarkFrameStream, a downloaded frame).
+// Device to host, back to back (plan.backToBack), the staging is evicted from the CPU caches after
+// the copy-out. When the transfer is the only one staging in its direction (plan.streamOut), its
+// caller does not wait for that (the handoff): it returns once every stripe is copied out, and the
+// last of the transfer's goroutines to finish evicts the caller's stripes and gives the staging
+// back (lastOut). An eviction takes about as long as the copy-out; waiting for it had the caller
+// wait for the last chunk twice (BenchmarkFrameStream, a downloaded frame).
 
-// testHookHandoff, when set (by a test, before the copier starts), runs
-// in a download that may hand off: on its caller before the caller's own
-// lane (caller true), and on each joined lane after its stripes, before it
-// counts itself out as an owner. A test makes the handoff happen whatever
-// the scheduling by holding the caller until a lane has joined and the
-// lanes until the caller has closed the transfer.
+// testHookHandoff, when set (by a test, before the copier starts), runs in a download that may hand
+// off: on its caller before the caller's own lane (caller true), and on each joined lane after its
+// stripes, before it counts itself out as an owner. A test makes the handoff happen whatever the
+// scheduling by holding the caller until a lane has joined and the lanes until the caller has
+// closed the transfer.
 var testHookHandoff func(r *coopRun, caller bool)
 
 // coopRun is the shared state of one cooperative transfer.
@@ -52,18 +47,17 @@ type coopRun struct {
 	landed  atomic.Int64   // device to host: chunks whose copy has completed
 	issued  atomic.Int64   // bytes issued
 
-	// The handoff (see above, plan.handoff): the stripes copied out, the
-	// caller and the joined lanes still at work (lastOut is the last
-	// one's), and the caller's stripes, for lastOut to evict.
+	// The handoff (see above, plan.handoff): the stripes copied out, the caller and the joined
+	// lanes still at work (lastOut is the last one's), and the caller's stripes, for lastOut to
+	// evict.
 	copied   atomic.Int64
 	owners   atomic.Int32
 	leftover [][]byte
 	runState
 }
 
-// coop runs o cooperatively by plan p and reports true, or reports false,
-// having done nothing, when the window or the pool cannot give it all its
-// staging at once.
+// coop runs o cooperatively by plan p and reports true, or reports false, having done nothing, when
+// the window or the pool cannot give it all its staging at once.
 func (c *Copier) coop(ctx context.Context, o op, p plan) (bool, error) {
 	r := &coopRun{c: c, ctx: ctx, o: o, p: p, evs: make([]event, p.chunks), queued: make([]bool, p.chunks), retired: make([]error, p.buffers), left: make([]atomic.Int32, p.chunks)}
 	if !r.take() {
@@ -77,8 +71,8 @@ func (c *Copier) coop(ctx context.Context, o op, p plan) (bool, error) {
 	return true, r.err
 }
 
-// take gets a window slot and a staging buffer for each of the plan's
-// buffers without waiting, or nothing.
+// take gets a window slot and a staging buffer for each of the plan's buffers without waiting, or
+// nothing.
 func (r *coopRun) take() bool {
 	c, w := r.c, r.c.wins[r.o.dir]
 	for range r.p.buffers {
@@ -106,20 +100,19 @@ func (r *coopRun) giveBack() {
 	r.bufs = nil
 }
 
-// staging is the part of the staging buffers that holds bytes [lo, hi) of
-// chunk i.
+// staging is the part of the staging buffers that holds bytes [lo, hi) of chunk i.
 func (r *coopRun) staging(i, lo, hi int) []byte {
 	base := i * r.p.chunk
 	at := (i % r.p.perBuffer) * r.p.chunk
 	return r.bufs[i/r.p.perBuffer].Bytes()[at+lo-base : at+hi-base]
 }
 
-// run runs the transfer on the calling goroutine and plan.lanes-1 standing
-// lanes, then waits for every issued copy and gives back the staging.
+// run runs the transfer on the calling goroutine and plan.lanes-1 standing lanes, then waits for
+// every issued copy and gives back the staging.
 func (r *coopRun) run() {
 	c, o, p := r.c, r.o, r.p
-	// Offered first, so that sleeping lanes wake while the copies are
-	// issued, unless they are awake (plan.backToBack).
+	// Offered first, so that sleeping lanes wake while the copies are issued, unless they are awake
+	// (plan.backToBack).
 	if !p.backToBack {
 		c.lanes[o.dir].offer(r, p.lanes-1)
 	}
@@ -135,8 +128,8 @@ func (r *coopRun) run() {
 	if p.backToBack {
 		c.lanes[o.dir].offer(r, p.lanes-1)
 	}
-	// Chunks before settled have completed; failed is the chunk whose copy
-	// failed, its event destroyed.
+	// Chunks before settled have completed; failed is the chunk whose copy failed, its event
+	// destroyed.
 	settled, failed := 0, -1
 	if o.dir == DeviceToHost {
 		for i := range p.chunks {
@@ -169,13 +162,11 @@ func (r *coopRun) run() {
 	r.finish(settled, failed)
 }
 
-// handOff spins, after the caller's own lane, for up to spin until every
-// stripe is copied out. Copied out, it closes the transfer to lanes that
-// have not joined, leaves the eviction and the staging to the lanes still
-// at work (or does it, if none is), and reports true: the caller may
-// return. Stopped, or with stripes still being copied (a lane that lost
-// its processor), it reports false, and the caller waits for the lanes,
-// asleep after the same spin, and finishes as usual.
+// handOff spins, after the caller's own lane, for up to spin until every stripe is copied out.
+// Copied out, it closes the transfer to lanes that have not joined, leaves the eviction and the
+// staging to the lanes still at work (or does it, if none is), and reports true: the caller may
+// return. Stopped, or with stripes still being copied (a lane that lost its processor), it reports
+// false, and the caller waits for the lanes, asleep after the same spin, and finishes as usual.
 func (r *coopRun) handOff(spin time.Duration) bool {
 	stripes := int64(r.p.stripes)
 	if !spinUntil(func() bool { return r.copied.Load() == stripes || r.stop.Load() }, spin) || r.stop.Load() {
@@ -190,9 +181,9 @@ func (r *coopRun) handOff(spin time.Duration) bool {
 	return true
 }
 
-// lastOut evicts the caller's stripes and gives back the staging: the
-// work of the last of a back-to-back download's goroutines to finish,
-// every copy having landed and every stripe been copied out.
+// lastOut evicts the caller's stripes and gives back the staging: the work of the last of a
+// back-to-back download's goroutines to finish, every copy having landed and every stripe been
+// copied out.
 func (r *coopRun) lastOut() {
 	for _, b := range r.leftover {
 		evictBytes(b)
@@ -200,10 +191,9 @@ func (r *coopRun) lastOut() {
 	r.finish(r.p.chunks, -1)
 }
 
-// finish waits for every chunk whose copy was issued and is not settled
-// yet, then gives back the events, the buffers and the window slots. A
-// buffer that held a failed copy is retired (released with a failed fence,
-// so that the pool never reuses it), once no copy of its other chunks runs.
+// finish waits for every chunk whose copy was issued and is not settled yet, then gives back the
+// events, the buffers and the window slots. A buffer that held a failed copy is retired (released
+// with a failed fence, so that the pool never reuses it), once no copy of its other chunks runs.
 func (r *coopRun) finish(settled, failed int) {
 	c := r.c
 	for i := range r.p.chunks {
@@ -223,9 +213,8 @@ func (r *coopRun) finish(settled, failed int) {
 	}
 }
 
-// settle waits for chunk i's copy and gives its event back. When the copy
-// failed, the event is destroyed and the chunk's buffer marked for
-// retirement.
+// settle waits for chunk i's copy and gives its event back. When the copy failed, the event is
+// destroyed and the chunk's buffer marked for retirement.
 func (r *coopRun) settle(i int) error {
 	err := r.evs[i].synchronize()
 	if err == nil {
@@ -241,8 +230,8 @@ func (r *coopRun) settle(i int) error {
 	return err
 }
 
-// queue issues chunk i's copy and its event; the caller holds the issue
-// lock. It reports false after a failure.
+// queue issues chunk i's copy and its event; the caller holds the issue lock. It reports false
+// after a failure.
 func (r *coopRun) queue(i int) bool {
 	c, o := r.c, r.o
 	lo, hi := r.p.chunkRange(i)
@@ -259,8 +248,8 @@ func (r *coopRun) queue(i int) bool {
 	return true
 }
 
-// laneOf copies stripes until none is left or the transfer stops; caller
-// tells whether it runs on the transfer's caller.
+// laneOf copies stripes until none is left or the transfer stops; caller tells whether it runs on
+// the transfer's caller.
 func (r *coopRun) laneOf(caller bool) {
 	o := r.o
 	r.c.stats.lanes.Add(1)
@@ -269,8 +258,8 @@ func (r *coopRun) laneOf(caller bool) {
 		if s >= r.p.stripes {
 			return
 		}
-		// After the claim: a lane with no stripe left must not fail a
-		// transfer whose caller may have returned (handOff).
+		// After the claim: a lane with no stripe left must not fail a transfer whose caller may
+		// have returned (handOff).
 		if err := r.ctx.Err(); err != nil {
 			r.fail(cancelErr(o, int(r.issued.Load()), err))
 			return
@@ -278,9 +267,12 @@ func (r *coopRun) laneOf(caller bool) {
 		i, lo, hi := r.p.stripeRange(s)
 		b := r.staging(i, lo, hi)
 		if o.dir == HostToDevice {
-			// Streaming stores: the DMA reads this chunk right away, and
-			// reads memory still in the cores' caches far slower.
-			streamBytes(b, o.host[lo:hi])
+			// Streaming stores: the DMA reads this chunk right away, and reads memory still in the
+			// cores' caches far slower.
+			if err := copyIn(b, o.host[lo:hi], true); err != nil {
+				r.fail(err)
+				return
+			}
 			if r.left[i].Add(-1) == 0 {
 				r.c.issuing[o.dir].lock()
 				r.queue(i)
@@ -309,9 +301,8 @@ func (r *coopRun) laneOf(caller bool) {
 	}
 }
 
-// join runs a lane of r on a standing lane. In a handoff, the lane is one
-// of the transfer's owners: the last owner to finish gives back the
-// staging.
+// join runs a lane of r on a standing lane. In a handoff, the lane is one of the transfer's owners:
+// the last owner to finish gives back the staging.
 func (r *coopRun) join() {
 	if !r.p.handoff() {
 		r.joinLane(func() { r.laneOf(false) })

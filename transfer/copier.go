@@ -12,16 +12,14 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// Copier moves bytes between host memory and one device. It owns streams
-// (half per direction), a window of pinned staging buffers taken from a
-// pool per direction, the registrations made with Register, and per
-// direction Lanes-1 standing lanes that join staged transfers. All
-// methods are safe for concurrent use; transfers from many goroutines share
-// the streams, and those in one direction share its window and lanes.
+// Copier moves bytes between host memory and one device. It owns streams (half per direction), a
+// window of pinned staging buffers taken from a pool per direction, the registrations made with
+// Register, and per direction Lanes-1 standing lanes that join staged transfers. All methods are
+// safe for concurrent use; transfers from many goroutines share the streams, and those in one
+// direction share its window and lanes.
 type Copier struct {
-	// The lock order. A goroutine that holds one of the package's locks
-	// takes only locks further down this list, and waits for nothing
-	// while it holds any of them except where noted:
+	// The lock order. A goroutine that holds one of the package's locks takes only locks further
+	// down this list, and waits for nothing while it holds any of them except where noted:
 	//
 	//	mu (write: Close only)     guards closed; Close waits for inflight after releasing it
 	//	issuing[d] (issueLock)     held around a chunk's driver calls by one goroutine at a
@@ -29,8 +27,8 @@ type Copier struct {
 	//	regs.mu                    held alone, never while copying
 	//	runState.mu, events.mu, chunkedRun.shareMu   leaves: nothing is taken under them
 	//
-	// The window and the pool are taken with no lock of the package held;
-	// a lane that waits for either holds no lock.
+	// The window and the pool are taken with no lock of the package held; a lane that waits for
+	// either holds no lock.
 
 	pool *pinpool.Pool
 	dev  device
@@ -53,12 +51,11 @@ type Copier struct {
 	inflight sync.WaitGroup
 }
 
-// New makes a copier for the device of ctx that stages through pinned
-// buffers of pool. The pool's memory must be pinned for ctx's device: a
-// pool over pinpool.CUDABackend(b) where b.Context() == ctx (a pool over
-// host memory locked with mlock only is refused by the driver at the first
-// staged copy, with cuda.ErrNotPinned). The pool and the context must
-// outlive the copier. See Options for the defaults.
+// New makes a copier for the device of ctx that stages through pinned buffers of pool. The pool's
+// memory must be pinned for ctx's device: a pool over pinpool.CUDABackend(b) where b.Context() ==
+// ctx (a pool over host memory locked with mlock only is refused by the driver at the first staged
+// copy, with cuda.ErrNotPinned). The pool and the context must outlive the copier. See Options for
+// the defaults.
 func New(pool *pinpool.Pool, ctx *cuda.Context, opt Options) (*Copier, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil cuda.Context", ErrInvalidOptions)
@@ -66,8 +63,8 @@ func New(pool *pinpool.Pool, ctx *cuda.Context, opt Options) (*Copier, error) {
 	return newCopier(pool, cudaDevice{ctx}, opt, defaultTuning())
 }
 
-// newCopier makes a copier over any device (the fake one in tests) with
-// the given tuning (defaultTuning but in benchmarks that compare tunings).
+// newCopier makes a copier over any device (the fake one in tests) with the given tuning
+// (defaultTuning but in benchmarks that compare tunings).
 func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrInvalidOptions)
@@ -136,11 +133,10 @@ func (c *Copier) stream(d Direction) stream {
 	return ss[int(c.rr[d].Add(1))%len(ss)]
 }
 
-// Close waits for the transfers in flight (asynchronous ones included),
-// unregisters the registrations still open, and destroys
-// the streams and events. Staging buffers are all back in the pool (or
-// pending on fences that have completed) when it returns; the pool itself
-// is not closed. Later calls return ErrClosed, as does a second Close.
+// Close waits for the transfers in flight (asynchronous ones included), unregisters the
+// registrations still open, and destroys the streams and events. Staging buffers are all back in
+// the pool (or pending on fences that have completed) when it returns; the pool itself is not
+// closed. Later calls return ErrClosed, as does a second Close.
 func (c *Copier) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -174,17 +170,14 @@ func (c *Copier) Close() error {
 	return nil
 }
 
-// window bounds the staging buffers held by a copier's transfers in one
-// direction: a counting semaphore of slots, one per staging buffer of
-// ChunkSize bytes. A slot is taken before a buffer is got from the pool
-// and given back only after the copy that used the buffer has completed,
-// so the pinned staging memory in flight in one direction never exceeds
-// slots*ChunkSize <= WindowBytes.
+// window bounds the staging buffers held by a copier's transfers in one direction: a counting
+// semaphore of slots, one per staging buffer of ChunkSize bytes. A slot is taken before a buffer is
+// got from the pool and given back only after the copy that used the buffer has completed, so the
+// pinned staging memory in flight in one direction never exceeds slots*ChunkSize <= WindowBytes.
 //
-// Each direction has a window of its own, as it has standing lanes of its
-// own (Copier.lanes): the two directions run on separate copy engines,
-// and transfers both ways at once that shared one window and one set of
-// lanes moved far less than a copier per direction (BenchmarkBothWays).
+// Each direction has a window of its own, as it has standing lanes of its own (Copier.lanes): the
+// two directions run on separate copy engines, and transfers both ways at once that shared one
+// window and one set of lanes moved far less than a copier per direction (BenchmarkBothWays).
 type window struct {
 	tokens chan struct{}
 	held   *heldSlots // shared by the copier's windows
@@ -193,8 +186,7 @@ type window struct {
 	waitNanos atomic.Int64
 }
 
-// heldSlots counts the slots held in a copier's windows together, now and
-// at most, for Stats.
+// heldSlots counts the slots held in a copier's windows together, now and at most, for Stats.
 type heldSlots struct{ now, peak atomic.Int64 }
 
 func newWindow(slots int, held *heldSlots) *window {

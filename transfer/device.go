@@ -4,26 +4,23 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// device is what the engine needs from a GPU. The real implementation
-// (cudaDevice) wraps a *cuda.Context; tests use a simulated device, so that
-// the scheduling logic is checked without a GPU. Every method is safe for
-// concurrent use.
+// device is what the engine needs from a GPU. The real implementation (cudaDevice) wraps a
+// *cuda.Context; tests use a simulated device, so that the scheduling logic is checked without a
+// GPU. Every method is safe for concurrent use.
 type device interface {
-	// newStream makes a stream whose work runs in order and overlaps other
-	// streams (a non-blocking CUDA stream).
+	// newStream makes a stream whose work runs in order and overlaps other streams (a non-blocking
+	// CUDA stream).
 	newStream() (stream, error)
 	// newEvent makes an event for fencing (no timing).
 	newEvent() (event, error)
-	// copyHtoD copies any host memory (pageable or pinned) to the device
-	// and returns when the data is there.
+	// copyHtoD copies any host memory (pageable or pinned) to the device and returns when the data
+	// is there.
 	copyHtoD(dst cuda.DevicePtr, src []byte) error
-	// copyDtoH copies device memory into any host memory and returns when
-	// the data is there.
+	// copyDtoH copies device memory into any host memory and returns when the data is there.
 	copyDtoH(dst []byte, src cuda.DevicePtr) error
 	// register page-locks b (one cuMemHostRegister call).
 	register(b []byte) (hostReg, error)
-	// isPinned reports whether b is page-locked memory that asynchronous
-	// copies accept.
+	// isPinned reports whether b is page-locked memory that asynchronous copies accept.
 	isPinned(b []byte) bool
 }
 
@@ -43,8 +40,7 @@ type stream interface {
 
 // event is a marker in a stream. Done makes it a pinpool.Fence.
 type event interface {
-	// Done reports without blocking whether the work recorded before the
-	// event has completed.
+	// Done reports without blocking whether the work recorded before the event has completed.
 	Done() (bool, error)
 	// synchronize waits until the event has completed.
 	synchronize() error
@@ -57,8 +53,8 @@ type hostReg interface {
 	Free() error
 }
 
-// cudaDevice is the device over a CUDA context: non-blocking streams,
-// events without timing, the cuda package's copies and registration.
+// cudaDevice is the device over a CUDA context: non-blocking streams, events without timing, the
+// cuda package's copies and registration.
 type cudaDevice struct{ c *cuda.Context }
 
 func (d cudaDevice) newStream() (stream, error) {

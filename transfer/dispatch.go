@@ -11,57 +11,40 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// The reading order of the package is the order of a transfer's steps,
-// each in its own file, callers above what they call:
+// The reading order is the order of a transfer's steps, callers above what they call: 1. dispatch
+// (this file: the public copies, segments and their paths); 2. plan (plan.go: mode, chunk size,
+// lanes); 3. run (staged.go chunked, coop.go cooperative, lanes.go the standing lanes and the one
+// busy wait); 4. issue (issue.go: every asynchronous copy and its event); 5. complete (complete.go:
+// waiting, copying out, the CPU copies). Beneath them: the copier and its windows (copier.go),
+// options, registrations (register.go), the device, the shared types, errors and statistics.
+// Streams and files (stream.go, file.go, pieces.go) run on the same lanes; a file's cached ranges
+// on the staged path itself.
 //
-//  1. dispatch (this file): the public copy methods, the split of host
-//     memory into segments, and each segment's path; registered and
-//     pinned segments go as asynchronous copies (issue.go), pageable ones
-//     through the driver's synchronous copy or staging;
-//  2. plan (plan.go): how a staged segment runs: mode, chunk size, lanes;
-//  3. run (staged.go: the chunked mode and its shared copy-out; coop.go:
-//     the cooperative mode and the handoff; lanes.go: the standing lanes,
-//     the state a transfer's lanes share and the one busy wait);
-//  4. issue (issue.go): every asynchronous copy and the event after it;
-//  5. complete (complete.go): waiting for events, copying out, giving the
-//     staging back, and the CPU copies.
-//
-// Beneath them: the copier, its lock order and its staging windows
-// (copier.go), options, registrations and mapped memory (register.go),
-// the device (device.go), the shared vocabulary (types.go), errors and
-// statistics; streams and files (stream.go, file.go, pieces.go) run on
-// the same steps.
-//
-// One word per idea: a transfer is one call; a segment is a range of its
-// host memory held by one kind of memory; a chunk is the bytes of one
-// staged asynchronous copy; a staging buffer (one window slot) holds one
-// chunk, or several small ones; a stripe is the part of a cooperative
-// chunk (or of a shared copy-out) one lane copies at a time; a lane is a
-// goroutine working on a staged transfer.
+// One word per idea: a transfer is one call; a segment is a range of its host memory held by one
+// kind of memory; a chunk is the bytes of one staged asynchronous copy; a staging buffer (one
+// window slot) holds one chunk or several small ones; a stripe is the part of a chunk one lane
+// copies at a time; a lane is a goroutine working on a staged transfer.
 
-// ToDevice copies src to the device at dst and returns when the bytes are
-// there. Each part of src goes the way its memory allows (see Path):
-// memory registered with Register or already pinned as asynchronous
-// copies, split at the boundaries of the registrations it covers; pageable
-// memory through the driver's synchronous copy when the part is smaller
-// than Options.DirectBelow, else staged. When ctx ends during a staged
-// copy, no further chunk is issued, the chunks in flight are waited for,
-// and the error wraps ctx.Err(); part of dst may then have been written. A
-// nil ctx never ends.
+// ToDevice copies src to the device at dst and returns when the bytes are there. Each part of src
+// goes the way its memory allows (see Path): memory registered with Register or already pinned as
+// asynchronous copies, split at the boundaries of the registrations it covers; pageable memory
+// through the driver's synchronous copy when the part is smaller than Options.DirectBelow, else
+// staged. When ctx ends during a staged copy, no further chunk is issued, the chunks in flight are
+// waited for, and the error wraps ctx.Err(); part of dst may then have been written. A nil ctx
+// never ends.
 func (c *Copier) ToDevice(ctx context.Context, dst cuda.DevicePtr, src []byte) error {
 	return c.transfer(ctx, op{HostToDevice, dst, src}, false)
 }
 
-// FromDevice copies len(dst) bytes from the device at src into dst and
-// returns when they are there. Paths and cancellation are those of
-// ToDevice; after an error or cancellation dst may be partly written.
+// FromDevice copies len(dst) bytes from the device at src into dst and returns when they are there.
+// Paths and cancellation are those of ToDevice; after an error or cancellation dst may be partly
+// written.
 func (c *Copier) FromDevice(ctx context.Context, dst []byte, src cuda.DevicePtr) error {
 	return c.transfer(ctx, op{DeviceToHost, src, dst}, false)
 }
 
-// ToDeviceBuffer copies the bytes of a live pool buffer to the device at
-// dst with one asynchronous copy (PathPinned), skipping the memory
-// detection of ToDevice. The buffer stays the caller's.
+// ToDeviceBuffer copies the bytes of a live pool buffer to the device at dst with one asynchronous
+// copy (PathPinned), skipping the memory detection of ToDevice. The buffer stays the caller's.
 func (c *Copier) ToDeviceBuffer(ctx context.Context, dst cuda.DevicePtr, buf pinpool.Buffer) error {
 	b, err := bufferBytes(buf)
 	if err != nil {
@@ -70,8 +53,8 @@ func (c *Copier) ToDeviceBuffer(ctx context.Context, dst cuda.DevicePtr, buf pin
 	return c.transfer(ctx, op{HostToDevice, dst, b}, true)
 }
 
-// FromDeviceBuffer copies buf.Len() bytes from the device at src into a
-// live pool buffer with one asynchronous copy (PathPinned).
+// FromDeviceBuffer copies buf.Len() bytes from the device at src into a live pool buffer with one
+// asynchronous copy (PathPinned).
 func (c *Copier) FromDeviceBuffer(ctx context.Context, buf pinpool.Buffer, src cuda.DevicePtr) error {
 	b, err := bufferBytes(buf)
 	if err != nil {
@@ -88,8 +71,8 @@ func bufferBytes(buf pinpool.Buffer) ([]byte, error) {
 	return b, nil
 }
 
-// transfer executes one transfer between begin and end, so that Close waits for
-// it. pinned says the host memory is one pool buffer.
+// transfer executes one transfer between begin and end, so that Close waits for it. pinned says the
+// host memory is one pool buffer.
 func (c *Copier) transfer(ctx context.Context, o op, pinned bool) error {
 	if err := c.begin(); err != nil {
 		return err
@@ -98,10 +81,9 @@ func (c *Copier) transfer(ctx context.Context, o op, pinned bool) error {
 	return c.execute(ctx, o, pinned)
 }
 
-// PathOf reports the path a copy of b (to or from the device) would take
-// now. For memory of several kinds (part registered, part pageable, say)
-// it is the path of the most bytes, the path under which Stats counts the
-// copy.
+// PathOf reports the path a copy of b (to or from the device) would take now. For memory of several
+// kinds (part registered, part pageable, say) it is the path of the most bytes, the path under
+// which Stats counts the copy.
 func (c *Copier) PathOf(b []byte) Path {
 	if len(b) == 0 {
 		return c.pageablePath(b)
@@ -113,12 +95,10 @@ func (c *Copier) PathOf(b []byte) Path {
 	return mainPath(segs)
 }
 
-// segments splits host memory b into segments, appended to segs, and
-// appends the registrations they use to regs. Ranges
-// inside the copier's registrations become registered segments, one per
-// registered part; the rest is pinned (one pool buffer, or memory the
-// driver reports page-locked at both ends) or pageable. The registrations
-// are returned with a use taken; the caller calls done.
+// segments splits host memory b into segments, appended to segs, and appends the registrations they
+// use to regs. Ranges inside the copier's registrations become registered segments, one per
+// registered part; the rest is pinned (one pool buffer, or memory the driver reports page-locked at
+// both ends) or pageable. The registrations are returned with a use taken; the caller calls done.
 func (c *Copier) segments(segs []segment, b []byte, pinned bool, regs useList) ([]segment, useList) {
 	if pinned {
 		return append(segs, segment{0, len(b), PathPinned}), regs
@@ -143,8 +123,8 @@ func (c *Copier) segments(segs []segment, b []byte, pinned bool, regs useList) (
 	return segs, regs
 }
 
-// unregisteredPath is the path of memory b that no registration of the
-// copier covers: the driver is asked whether it is page-locked.
+// unregisteredPath is the path of memory b that no registration of the copier covers: the driver is
+// asked whether it is page-locked.
 func (c *Copier) unregisteredPath(b []byte) Path {
 	if c.dev.isPinned(b) {
 		return PathPinned
@@ -152,11 +132,10 @@ func (c *Copier) unregisteredPath(b []byte) Path {
 	return c.pageablePath(b)
 }
 
-// pageablePath is the path of memory b that is not page-locked as a
-// whole: the driver's copy below DirectBelow, staging otherwise. Memory
-// that begins page-locked and runs past its end is staged whatever its
-// size, since the driver refuses it (it takes memory that begins pinned
-// for pinned memory).
+// pageablePath is the path of memory b that is not page-locked as a whole: the driver's copy below
+// DirectBelow, staging otherwise. Memory that begins page-locked and runs past its end is staged
+// whatever its size, since the driver refuses it (it takes memory that begins pinned for pinned
+// memory).
 func (c *Copier) pageablePath(b []byte) Path {
 	if c.opt.DirectBelow > 0 && len(b) < c.opt.DirectBelow && (len(b) == 0 || !c.dev.isPinned(b[:1])) {
 		return PathDirect
@@ -237,11 +216,10 @@ func (c *Copier) segment(ctx context.Context, o op, path Path) error {
 	return c.waitAll(o, path, []event{ev}, nil)
 }
 
-// mixed copies o, whose host memory is several segments: it issues the
-// asynchronous copies of the page-locked ones first, copies the pageable
-// ones meanwhile, one after the other, then waits for the asynchronous
-// ones. It stops at the first failure or when ctx ends, and returns only
-// when nothing it issued is still running.
+// mixed copies o, whose host memory is several segments: it issues the asynchronous copies of the
+// page-locked ones first, copies the pageable ones meanwhile, one after the other, then waits for
+// the asynchronous ones. It stops at the first failure or when ctx ends, and returns only when
+// nothing it issued is still running.
 func (c *Copier) mixed(ctx context.Context, o op, segs []segment) error {
 	var small [4]event
 	evs := small[:0]
@@ -276,9 +254,9 @@ func (c *Copier) mixed(ctx context.Context, o op, segs []segment) error {
 	return c.waitAll(o, mainPath(segs), evs, err)
 }
 
-// Transfer is an asynchronous copy started by ToDeviceAsync or
-// FromDeviceAsync. It is a pinpool.Fence: a pool buffer whose bytes the
-// transfer reads or writes can be released with ReleaseAfter(transfer).
+// Transfer is an asynchronous copy started by ToDeviceAsync or FromDeviceAsync. It is a
+// pinpool.Fence: a pool buffer whose bytes the transfer reads or writes can be released with
+// ReleaseAfter(transfer).
 type Transfer struct {
 	dir  Direction
 	n    int
@@ -286,17 +264,16 @@ type Transfer struct {
 	err  error
 }
 
-// Wait blocks until the transfer has finished and returns its error: nil
-// when every byte is in place, an error wrapping ctx.Err() when it was
-// cancelled (no chunk is in flight any more then), or a copy error.
+// Wait blocks until the transfer has finished and returns its error: nil when every byte is in
+// place, an error wrapping ctx.Err() when it was cancelled (no chunk is in flight any more then),
+// or a copy error.
 func (t *Transfer) Wait() error {
 	<-t.done
 	return t.err
 }
 
-// Done reports, without blocking, whether the transfer has finished, with
-// its error once it has (so that a pool retires a buffer released after a
-// failed transfer instead of trusting it).
+// Done reports, without blocking, whether the transfer has finished, with its error once it has (so
+// that a pool retires a buffer released after a failed transfer instead of trusting it).
 func (t *Transfer) Done() (bool, error) {
 	select {
 	case <-t.done:
@@ -312,18 +289,16 @@ func (t *Transfer) Direction() Direction { return t.dir }
 // Len is the number of bytes the transfer moves.
 func (t *Transfer) Len() int { return t.n }
 
-// ToDeviceAsync starts ToDevice on another goroutine and returns at once.
-// src must not be changed until the transfer has finished: staged chunks
-// are copied from it while the transfer runs. Cancelling ctx stops issuing
-// chunks; Wait then returns an error wrapping ctx.Err() once the chunks in
-// flight have completed. Close waits for the transfer.
+// ToDeviceAsync starts ToDevice on another goroutine and returns at once. src must not be changed
+// until the transfer has finished: staged chunks are copied from it while the transfer runs.
+// Cancelling ctx stops issuing chunks; Wait then returns an error wrapping ctx.Err() once the
+// chunks in flight have completed. Close waits for the transfer.
 func (c *Copier) ToDeviceAsync(ctx context.Context, dst cuda.DevicePtr, src []byte) *Transfer {
 	return c.startAsync(ctx, op{HostToDevice, dst, src})
 }
 
-// FromDeviceAsync starts FromDevice on another goroutine and returns at
-// once. dst holds the bytes once Wait has returned nil; it must not be
-// read or written before.
+// FromDeviceAsync starts FromDevice on another goroutine and returns at once. dst holds the bytes
+// once Wait has returned nil; it must not be read or written before.
 func (c *Copier) FromDeviceAsync(ctx context.Context, dst []byte, src cuda.DevicePtr) *Transfer {
 	return c.startAsync(ctx, op{DeviceToHost, src, dst})
 }

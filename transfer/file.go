@@ -9,33 +9,27 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// ToDeviceFromFile copies n bytes of f, from offset off, to the device at
-// dst, and returns how many bytes arrived: the pieces complete from the
-// start, all n when the error is nil. Several lanes read f in parallel at
-// the offsets they need (f.ReadAt must allow that, as *os.File's does),
-// each into a pinned staging buffer, while earlier pieces are copied to
-// the device; the pinned memory held stays within the copier's window
-// whatever n is.
+// ToDeviceFromFile copies n bytes of f, from offset off, to the device at dst, and returns how many
+// bytes arrived: the pieces complete from the start, all n when the error is nil. The copier's
+// lanes read f in parallel at the offsets they need (f.ReadAt must allow that, as *os.File's does),
+// each into a pinned staging buffer, while earlier pieces are copied to the device; the pinned
+// memory held stays within the copier's window whatever n is.
 //
-// For an *os.File on Linux (open for reading, else ErrFileMode), a piece
-// that is in the page cache is copied from a read-only mapping of the
-// caller's descriptor with streaming stores, which the DMA reads at full
-// speed; one that is not is read with O_DIRECT into the page-aligned
-// buffer (from a second, read-only descriptor of the same file, opened
-// only because the caller's is open for reading), which skips the page
-// cache's copy; where the file system refuses O_DIRECT (tmpfs, some
-// network file systems) or the range is not aligned for it, the piece is
-// read through the page cache. A file cut short during the transfer ends
-// it with an error wrapping ErrFileChanged and io.ErrUnexpectedEOF, never
+// For an *os.File on Linux (open for reading, else ErrFileMode), a range that is in the page cache
+// is staged from a read-only mapping of the caller's descriptor, as ToDevice stages a []byte; one
+// that is not is read with O_DIRECT into the page-aligned buffer (from a second, read-only
+// descriptor of the same file, opened only because the caller's is open for reading), which skips
+// the page cache's copy; where the file system refuses O_DIRECT (tmpfs, some network file systems)
+// or the range is not aligned for it, the piece is read through the page cache. A file cut short
+// during the transfer ends it with an error wrapping ErrFileChanged and io.ErrUnexpectedEOF, never
 // with a crash.
 //
-// A range past the end of the file (for an *os.File, or a reader with a
-// Size method such as *bytes.Reader) is refused before anything moves with
-// an error wrapping ErrInvalidRange and io.ErrUnexpectedEOF; a file that
-// ends early anyway ends the transfer with io.ErrUnexpectedEOF; a read
-// error, ctx ending (no further piece is started; the pieces in flight
-// complete) or Close end it with an error wrapping theirs; a ReadAt that
-// breaks its contract with ErrContract. A nil ctx never ends.
+// A range past the end of the file (for an *os.File, or a reader with a Size method such as
+// *bytes.Reader) is refused before anything moves with an error wrapping ErrInvalidRange and
+// io.ErrUnexpectedEOF; a file that ends early anyway ends the transfer with io.ErrUnexpectedEOF; a
+// read error, ctx ending (no further piece is started; the pieces in flight complete) or Close end
+// it with an error wrapping theirs; a ReadAt that breaks its contract with ErrContract. A nil ctx
+// never ends.
 func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.ReaderAt, off, n int64) (int64, error) {
 	if f != nil && n > 0 {
 		if err := checkReadable("ToDeviceFromFile", f, off, n); err != nil {
@@ -49,30 +43,55 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	ctx, ps, p := run.ctx, run.ps, run.p
 	src := openSource(f, off, n)
 	defer src.close()
-	c.stagedLanes(ctx, HostToDevice, ps, p, c.streamLanes(ps.count), func(pc piece, buf []byte) (int, error) {
-		data, err := src.readAt(ctx, buf, pc.off, pc.n)
-		if err != nil {
-			return 0, err
+	// Runs of pieces in the page cache go from the mapping through the staged engine, as ToDevice
+	// of the mapping would; the others are read into staging (O_DIRECT or ReadAt) on the same
+	// lanes.
+	mapped := func(pc piece) bool { return src.mapBytes(pc.off, pc.off+int64(pc.n)) != nil }
+	for i := 0; i < ps.count && !p.stop.Load(); {
+		// One probe for the whole range first: a warm file is one run. (Only first: probing all that
+		// is left at every run would cost a mixed file time quadratic in its size.)
+		m, j := true, ps.count
+		if i > 0 || src.mapBytes(off, off+n) == nil {
+			m, j = mapped(ps.at(i)), i+1
+			for j < ps.count && mapped(ps.at(j)) == m {
+				j++
+			}
 		}
-		if err := c.copyPiece(ctx, HostToDevice, dst+cuda.DevicePtr(pc.pos), data); err != nil {
-			return 0, err
+		first, last := ps.at(i), ps.at(j-1)
+		var b []byte
+		if m {
+			b = src.mapBytes(first.off, last.off+int64(last.n)) // nil: evicted since
 		}
-		return pc.n, nil
-	})
+		if b != nil {
+			err := c.live(ctx)
+			if err == nil {
+				err = c.segment(ctx, op{HostToDevice, dst + cuda.DevicePtr(first.pos), b}, PathStaged)
+			}
+			if err != nil {
+				p.fail(src.fileFault(err))
+				break
+			}
+			for k := i; k < j; k++ {
+				p.complete(k, ps.at(k).n)
+			}
+		} else {
+			c.runPieces(ctx, HostToDevice, dst, ps, i, j, c.opt.Lanes, p, func(pc piece, buf []byte) ([]byte, error) {
+				return src.readAt(ctx, buf, pc.off, pc.n)
+			}, nil)
+		}
+		i = j
+	}
 	return run.finish(p.result(fmt.Sprintf("file to device, offset %d", off), n))
 }
 
-// FromDeviceToFile copies n bytes from the device at src into f at offset
-// off, and returns how many bytes were written: the pieces complete from
-// the start, all n when the error is nil. Lanes copy pieces from the
-// device into pinned staging buffers and write them with f.WriteAt in
-// parallel (which *os.File allows); the pinned memory held stays within
-// the copier's window. f is written through its own WriteAt only: an
-// *os.File not open for writing is refused with ErrFileMode before
-// anything moves. A WriteAt that takes fewer bytes than given with no
-// error, or reports more, ends the transfer with ErrContract. Errors and
-// ctx are otherwise as for ToDeviceFromFile. The data is in the file's
-// page cache when it returns; call f.Sync to have it on the disk.
+// FromDeviceToFile copies n bytes from the device at src into f at offset off, and returns how many
+// bytes were written: the pieces complete from the start, all n when the error is nil. Lanes copy
+// pieces from the device into pinned staging buffers and write them with f.WriteAt in parallel
+// (which *os.File allows); the pinned memory held stays within the copier's window. f is written
+// through its own WriteAt only: an *os.File not open for writing is refused with ErrFileMode before
+// anything moves. A WriteAt that takes fewer bytes than given with no error, or reports more, ends
+// the transfer with ErrContract. Errors and ctx are otherwise as for ToDeviceFromFile. The data is
+// in the file's page cache when it returns; call f.Sync to have it on the disk.
 func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64, src cuda.DevicePtr, n int64) (int64, error) {
 	if f != nil && n > 0 {
 		if err := checkWritable("FromDeviceToFile", f); err != nil {
@@ -84,26 +103,22 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 		return 0, err
 	}
 	ctx, ps, p := run.ctx, run.ps, run.p
-	c.stagedLanes(ctx, DeviceToHost, ps, p, c.streamLanes(ps.count), func(pc piece, buf []byte) (int, error) {
-		b := buf[:pc.n:pc.n]
-		if err := c.copyPiece(ctx, DeviceToHost, src+cuda.DevicePtr(pc.pos), b); err != nil {
-			return 0, err
-		}
+	c.runPieces(ctx, DeviceToHost, src, ps, 0, ps.count, c.opt.Lanes, p, func(pc piece, buf []byte) ([]byte, error) {
+		return buf[:pc.n:pc.n], nil
+	}, func(pc piece, b []byte) (int, error) {
 		m, err := caught("WriteAt", func() (int, error) { return f.WriteAt(b, pc.off) })
 		if k, err := checkWrite("WriteAt", m, len(b), err); err != nil {
 			return k, fmt.Errorf("writing at %d: %w", pc.off+int64(k), err)
 		}
-		return pc.n, nil
+		return len(b), nil
 	})
 	return run.finish(p.result(fmt.Sprintf("device to file, offset %d", off), n))
 }
 
-// sized is a reader that knows its size, as *bytes.Reader and
-// *io.SectionReader do.
+// sized is a reader that knows its size, as *bytes.Reader and *io.SectionReader do.
 type sized interface{ Size() int64 }
 
-// checkRange refuses [off, off+n) of a file of size bytes that ends past
-// it, for the call what.
+// checkRange refuses [off, off+n) of a file of size bytes that ends past it, for the call what.
 func checkRange(what string, off, n, size int64) error {
 	if off > size || n > size-off {
 		return fmt.Errorf("%w: %s: %d bytes at offset %d of a file of %d: %w", ErrInvalidRange, what, n, off, size, io.ErrUnexpectedEOF)
@@ -111,11 +126,10 @@ func checkRange(what string, off, n, size int64) error {
 	return nil
 }
 
-// readFullAt reads len(b) bytes of r at off, trusting no count; a short
-// file is an error wrapping io.ErrUnexpectedEOF that says where it ended.
-// A short read with no error, which io.ReaderAt does not allow, is read on
-// from where it stopped; a count below 0 or above what was asked, or a
-// run of empty reads, is ErrContract; ctx ending between reads ends it.
+// readFullAt reads len(b) bytes of r at off, trusting no count; a short file is an error wrapping
+// io.ErrUnexpectedEOF that says where it ended. A short read with no error, which io.ReaderAt does
+// not allow, is read on from where it stopped; a count below 0 or above what was asked, or a run of
+// empty reads, is ErrContract; ctx ending between reads ends it.
 func readFullAt(ctx context.Context, r io.ReaderAt, b []byte, off int64) error {
 	k, empty := 0, 0
 	for k < len(b) {

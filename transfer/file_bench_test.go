@@ -22,14 +22,9 @@ import (
 //	  both rates and file/mmap, the figure issue 31 wants at >= 0.95;
 //	warm/pread: ToDeviceFromFile with the mapping off (every piece by
 //	  pread into the staging buffer), the way the mapping replaced;
-//	  warm/pread+evict the same with the piece flushed from the CPU caches
-//	  before its DMA; warm/populate the mapping with each piece's page
-//	  tables filled by one madvise; warm/...+keep with the page tables
-//	  left for the final munmap instead of dropped by each lane;
 //	  warm/mmap-fresh+ToDevice the engine on a mapping made for each
-//	  call, as ToDeviceFromFile makes one; warm/mapped+cached-stores the
-//	  mapping copied with cached stores, as the engine's chunked mode
-//	  stages; warm/mapped+8lanes with half the stream lanes;
+//	  call, as ToDeviceFromFile makes one (the ceiling of a warm load);
+//	  warm/mapped+8lanes a copier of Lanes 4;
 //	warm/readfile+driver: what a Go program does without pinpool
 //	  (os.ReadFile, then the driver's copy of that pageable memory);
 //	cold/...: the same after the file was dropped from the page cache
@@ -109,13 +104,8 @@ func BenchmarkFileToDevice(b *testing.B) {
 		name string
 		run  func(*testing.B)
 	}{
-		{"populate", with(func(on bool) { sourceWays.populate = on })},
-		{"populate+keep", with(func(on bool) { sourceWays.populate, sourceWays.keep = on, on })},
-		{"mapped+keep", with(func(on bool) { sourceWays.keep = on })},
-		{"pread+evict", with(func(on bool) { sourceWays.mapped, sourceWays.evict = !on, on })},
 		{"mmap-fresh+ToDevice", freshMap},
-		{"mapped+cached-stores", with(func(on bool) { sourceWays.cachedStores = on })},
-		{"mapped+8lanes", func(b *testing.B) { // Lanes 4: 8 stream lanes, not 16
+		{"mapped+8lanes", func(b *testing.B) { // a copier of Lanes 4 (the name is kept for comparison)
 			if got, err := c4.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n); err != nil || got != n {
 				b.Fatalf("%d bytes, %v", got, err)
 			}

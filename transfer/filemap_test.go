@@ -6,7 +6,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"testing"
 
@@ -28,15 +31,7 @@ func TestFileTruncatedDuringLoad(t *testing.T) {
 	const n = 2 << 20
 	data := randomBytes(n, 13)
 	f := writeTemp(t, data)
-	var cut atomic.Bool
-	e.d.failEnqueue = func(Direction, int) error {
-		if !cut.Swap(true) {
-			if err := f.Truncate(0); err != nil {
-				t.Errorf("truncate: %v", err)
-			}
-		}
-		return nil
-	}
+	truncateOnFirstCopy(t, e, f)
 	dev := e.d.alloc(n)
 	got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 0, n)
 	if !errors.Is(err, ErrFileChanged) || !errors.Is(err, io.ErrUnexpectedEOF) || got >= n {
@@ -52,29 +47,44 @@ func TestFileTruncatedDuringLoad(t *testing.T) {
 	e.checkPool(false)
 }
 
-// TestCopyMappedFault reads a mapping whose file was truncated: an error,
-// not a crash, naming the offset of the first lost page.
-func TestCopyMappedFault(t *testing.T) {
+// TestCopyInFault copies from a mapping whose file was truncated, as a
+// staged lane does: an error, not a crash, which the file path turns into
+// ErrFileChanged naming the offset of the first lost page.
+func TestCopyInFault(t *testing.T) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	f := writeTemp(t, randomBytes(1<<20, 14))
-	m, err := unix.Mmap(int(f.Fd()), 0, 1<<20, unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
+	s := openSource(f, 0, 1<<20)
+	defer s.close()
+	m := s.mapBytes(0, 1<<20)
+	if m == nil {
+		t.Skip("no mapping of a cached file here")
 	}
-	defer unix.Munmap(m)
 	dst := make([]byte, len(m))
-	if err := copyMapped(dst, m, 0); err != nil {
-		t.Fatalf("before the truncation: %v", err)
+	for _, stream := range []bool{false, true} {
+		if err := copyIn(dst, m, stream); err != nil {
+			t.Fatalf("before the truncation: %v", err)
+		}
 	}
 	if err := f.Truncate(256 << 10); err != nil {
 		t.Fatal(err)
 	}
-	err = copyMapped(dst, m, 0)
-	if !errors.Is(err, ErrFileChanged) || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Fatalf("after the truncation: %v; want ErrFileChanged", err)
-	}
-	t.Log(err)
-	if err := copyMapped(dst[:256<<10], m[:256<<10], 0); err != nil {
-		t.Fatalf("the part still in the file: %v", err)
+	for _, stream := range []bool{false, true} {
+		err := copyIn(dst, m, stream)
+		var sf *sourceFault
+		if !errors.As(err, &sf) || !errors.Is(err, ErrFileChanged) {
+			t.Fatalf("after the truncation: %v; want a sourceFault", err)
+		}
+		if at := uintptr(sf.addr) - uintptr(unsafePointer(m)); at < 256<<10 || at >= 1<<20 {
+			t.Fatalf("the fault at %d of the mapping; want a page past the new end, %d", at, 256<<10)
+		}
+		err = s.fileFault(fmt.Errorf("wrapped: %w", err))
+		if !errors.Is(err, ErrFileChanged) || !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("after the truncation: %v; want ErrFileChanged", err)
+		}
+		t.Log(err)
+		if err := copyIn(dst[:256<<10], m[:256<<10], stream); err != nil {
+			t.Fatalf("the part still in the file: %v", err)
+		}
 	}
 }
 
@@ -130,34 +140,100 @@ func TestFileMixed(t *testing.T) {
 			t.Fatalf("readAt(%d, %d): %v (or bytes differ)", r[0], r[1], err)
 		}
 	}
-	if s.mmapd.Load() != half || s.directed.Load() != half || s.cached.Load() != 0 {
-		t.Fatalf("mapping %d, O_DIRECT %d, ReadAt %d bytes; want %d, %d, 0", s.mmapd.Load(), s.directed.Load(), s.cached.Load(), half, half)
+	if s.directed.Load() != half || s.cached.Load() != half {
+		t.Fatalf("O_DIRECT %d, ReadAt %d bytes; want %d, %d", s.directed.Load(), s.cached.Load(), half, half)
+	}
+	if s.mapBytes(0, half) == nil || s.mapBytes(half, 2*half) != nil {
+		t.Fatalf("mapped: cached half %v, cold half %v; want true, false", s.mapBytes(0, half) != nil, s.mapBytes(half, 2*half) != nil)
 	}
 }
 
 // TestFileWays moves a cached file to the fake device every way the
 // benchmarks compare, byte-exact.
 func TestFileWays(t *testing.T) {
-	defer func() {
-		sourceWays.mapped, sourceWays.populate, sourceWays.evict, sourceWays.keep, sourceWays.cachedStores = true, false, false, false, false
-	}()
+	defer func() { sourceWays.mapped = true }()
 	e := newEnv(t, streamOpts)
 	const n = 1<<20 + 333
 	data := randomBytes(n+7, 17)
 	f := writeTemp(t, data)
-	for _, w := range []struct {
-		name                          string
-		mapped, populate, evict, keep bool
-	}{
-		{"mapped", true, false, false, false}, {"populate", true, true, false, false}, {"mapped+keep", true, false, false, true},
-		{"pread", false, false, false, false}, {"pread+evict", false, false, true, false}, {"cached stores", true, false, false, false},
-	} {
-		sourceWays.mapped, sourceWays.populate, sourceWays.evict, sourceWays.keep = w.mapped, w.populate, w.evict, w.keep
-		sourceWays.cachedStores = w.name == "cached stores"
+	for _, mapped := range []bool{true, false} {
+		sourceWays.mapped = mapped
 		dev := e.d.alloc(n)
 		if got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 7, n); err != nil || got != n {
-			t.Fatalf("%s: %d bytes, %v", w.name, got, err)
+			t.Fatalf("mapped %v: %d bytes, %v", mapped, got, err)
 		}
-		sameBytes(t, w.name, e.devBytes(dev, n), data[7:])
+		sameBytes(t, fmt.Sprint("mapped ", mapped), e.devBytes(dev, n), data[7:])
+	}
+}
+
+// TestToDeviceMappedTruncated stages a mapping of a file that is cut short
+// while the lanes copy it, in both modes and with several lanes: a lane
+// (the caller's or a standing one) that faults on a lost page ends the
+// transfer with ErrFileChanged instead of a crash, and every staging
+// buffer goes back.
+func TestToDeviceMappedTruncated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tu   tuning
+	}{{"cooperative", defaultTuning()}, {"chunked", chunkedOnly()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 4 << 20
+			e := newEnvTuned(t, Options{Lanes: 4, ChunkSize: 256 << 10, WindowBytes: 8 << 20}, tc.tu)
+			f := writeTemp(t, randomBytes(n, 18))
+			m, err := unix.Mmap(int(f.Fd()), 0, n, unix.PROT_READ, unix.MAP_SHARED)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Munmap(m)
+			truncateOnFirstCopy(t, e, f)
+			err = e.c.ToDevice(context.Background(), e.d.alloc(n), m)
+			var sf *sourceFault
+			if !errors.Is(err, ErrFileChanged) || !errors.As(err, &sf) {
+				t.Fatalf("%v; want ErrFileChanged", err)
+			}
+			if st := e.c.Stats(); st.Failed != 1 {
+				t.Fatalf("Stats: %d failed; want 1", st.Failed)
+			}
+			if err := e.c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			e.checkPool(false)
+		})
+	}
+}
+
+// TestFileMixedLoad loads a file whose second half is not in the page cache: the cached run goes
+// through the staged path from the mapping, the rest through staging, one transfer, byte-exact.
+func TestFileMixedLoad(t *testing.T) {
+	const half = 2 << 20
+	e := newEnv(t, Options{Lanes: 4, ChunkSize: 256 << 10, WindowBytes: 4 << 20})
+	data := randomBytes(2*half, 19)
+	f := writeTemp(t, data)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), half, half, unix.FADV_DONTNEED); err != nil {
+		t.Skipf("cannot drop the file from the page cache: %v", err)
+	}
+	dev := e.d.alloc(2*half - 5)
+	if got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 5, 2*half-5); err != nil || got != 2*half-5 {
+		t.Fatalf("%d bytes, %v", got, err)
+	}
+	sameBytes(t, "mixed file", e.devBytes(dev, 2*half-5), data[5:])
+	if st := e.c.Stats(); st.ToDevice.Stream.Transfers != 1 || st.ToDevice.Staged.Transfers != 0 {
+		t.Fatalf("Stats: %d stream, %d staged transfers; want 1, 0", st.ToDevice.Stream.Transfers, st.ToDevice.Staged.Transfers)
+	}
+}
+
+// truncateOnFirstCopy cuts f to nothing when the fake device queues the first copy.
+func truncateOnFirstCopy(t *testing.T, e *env, f *os.File) {
+	var cut atomic.Bool
+	e.d.failEnqueue = func(Direction, int) error {
+		if !cut.Swap(true) {
+			if err := f.Truncate(0); err != nil {
+				t.Errorf("truncate: %v", err)
+			}
+		}
+		return nil
 	}
 }

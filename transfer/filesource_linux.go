@@ -6,44 +6,35 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// directAlign is the alignment of O_DIRECT reads: offset, length and
-// memory, 4 KiB, which covers every logical block size in use. The
-// page-cache probe and the mapping use the system's page size instead
-// (os.Getpagesize), which is larger on some arm64 systems.
+// directAlign is the alignment of O_DIRECT reads: offset, length and memory, 4 KiB, which covers
+// every logical block size in use. The page-cache probe and the mapping use the system's page size
+// instead (os.Getpagesize), which is larger on some arm64 systems.
 const directAlign = 4096
 
-// source reads the pieces of a file. For an *os.File open for reading it
-// maps the range read-only through the caller's descriptor and asks the
-// kernel which pieces are in the page cache (cachestat, Linux 6.5; mincore
-// of the mapping before that). A cached piece is copied from the mapping
-// with streaming stores: the staging buffer a DMA reads next should not
-// sit in the cores' caches (BenchmarkStagingDMA), and a pread writes it
-// with ordinary stores, which BenchmarkFileToDevice's warm ratio (the file
-// through ToDeviceFromFile beside its mapping through ToDevice) measures.
-// A piece that is not cached is read with O_DIRECT from a second,
-// read-only descriptor of the file straight into the pinned buffer,
-// skipping the page cache's copy and its readahead, at most directLanes
-// reads at once (BenchmarkFileCold compares the counts and the buffered
-// read). A buffered read with RWF_NOWAIT as the probe halved the cold rate
-// (it starts readahead of what it misses, read a second time by
-// O_DIRECT). O_DIRECT turns itself off, for the rest of the transfer, at
-// the first sign that the file system does not have it (EINVAL), and so
-// does a probe that the kernel does not have; then uncached pieces go
-// through ReadAt (the page cache), and with no probe every piece counts as
-// cached. Any other io.ReaderAt is read through its ReadAt.
+// source reads the pieces of a file. For an *os.File open for reading it maps the range read-only
+// through the caller's descriptor and asks the kernel which pieces are in the page cache
+// (cachestat, Linux 6.5; mincore of the mapping before that). A run of cached pieces is staged from
+// the mapping by the engine, as ToDevice of the mapping is: a pread into pinned memory was slower
+// (BenchmarkFileToDevice: warm/ratio compares the file with its mapping through ToDevice,
+// warm/pread the pread). A piece that is not cached is read with O_DIRECT from a second, read-only
+// descriptor of the file straight into the pinned buffer, skipping the page cache's copy and its
+// readahead, at most directLanes reads at once (BenchmarkFileCold compares the counts and the
+// buffered read). A buffered read with RWF_NOWAIT as the probe halved the cold rate (it starts
+// readahead of what it misses, read a second time by O_DIRECT). O_DIRECT turns itself off, for the
+// rest of the transfer, at the first sign that the file system does not have it (EINVAL), and so
+// does a probe that the kernel does not have; then uncached pieces go through ReadAt (the page
+// cache), and with no probe every piece counts as cached. Any other io.ReaderAt is read through its
+// ReadAt.
 //
-// Only through the caller's descriptor: the mapping is made from it, and
-// the O_DIRECT descriptor is opened (through /proc/self/fd, read-only)
-// only when the caller's descriptor is open for reading itself, so the
-// transfer reads nothing the caller's descriptor could not. Writes
+// Only through the caller's descriptor: the mapping is made from it, and the O_DIRECT descriptor is
+// opened (through /proc/self/fd, read-only) only when the caller's descriptor is open for reading
+// itself, so the transfer reads nothing the caller's descriptor could not. Writes
 // (FromDeviceToFile) go through the caller's WriteAt alone.
 type source struct {
 	r      io.ReaderAt
@@ -55,9 +46,9 @@ type source struct {
 	mapped []byte // the file from mapOff, read-only; nil: none
 	mapOff int64
 
-	useDirect               atomic.Bool
-	probe                   atomic.Int32 // probeCachestat, probeMincore or probeNone
-	cached, directed, mmapd atomic.Int64 // bytes read each way (tests)
+	useDirect        atomic.Bool
+	probe            atomic.Int32 // probeCachestat, probeMincore or probeNone
+	cached, directed atomic.Int64 // bytes read each way (tests)
 }
 
 const (
@@ -66,34 +57,19 @@ const (
 	probeNone
 )
 
-// sourceWays switches the ways of reading a file on and off, for
-// benchmarks and tests that compare them: O_DIRECT, the probe to start
-// with, the mapping, and how many O_DIRECT reads one transfer runs at
-// once.
+// sourceWays switches the ways of reading a file on and off, for benchmarks and tests that compare
+// them: O_DIRECT, the probe to start with, the mapping (off: cached pieces are read with pread),
+// and how many O_DIRECT reads one transfer runs at once.
 var sourceWays = struct {
 	direct      bool
 	firstWay    int32
 	mapped      bool
 	directLanes int
-	// populate fills a piece's page tables with one madvise
-	// (MADV_POPULATE_READ) before it is copied from the mapping, instead
-	// of a fault per few pages; evict flushes a piece read with pread from
-	// the CPU caches before its DMA. Both are off by default, and
-	// BenchmarkFileToDevice's warm ways measure them beside the default.
-	populate, evict bool
-	// keep leaves a piece's page tables in place once it was copied, for
-	// the final munmap to clear all at once on one thread; by default each
-	// lane drops its piece's (MADV_DONTNEED), in parallel.
-	keep bool
-	// cachedStores copies from the mapping with cached stores (copyBytes,
-	// as the engine's chunked mode stages) instead of streaming ones.
-	cachedStores bool
-}{true, probeCachestat, true, 4, false, false, false, false}
+}{true, probeCachestat, true, 4}
 
-// fileOf returns the *os.File behind r, if any, and its descriptor's
-// access mode (unix.O_RDONLY, O_WRONLY or O_RDWR). It asks through
-// SyscallConn, which leaves the file as it was (Fd would put a pipe or a
-// socket in blocking mode).
+// fileOf returns the *os.File behind r, if any, and its descriptor's access mode (unix.O_RDONLY,
+// O_WRONLY or O_RDWR). It asks through SyscallConn, which leaves the file as it was (Fd would put a
+// pipe or a socket in blocking mode).
 func fileOf(r any) (*os.File, int, bool) {
 	f, ok := r.(*os.File)
 	if !ok || f == nil {
@@ -111,9 +87,9 @@ func fileOf(r any) (*os.File, int, bool) {
 	return f, fl & unix.O_ACCMODE, true
 }
 
-// checkReadable refuses a transfer (the call what) of [off, off+n) of r
-// that r cannot give: an *os.File not open for reading, or a range past the end of a
-// regular file or of a reader with a Size.
+// checkReadable refuses a transfer (the call what) of [off, off+n) of r that r cannot give: an
+// *os.File not open for reading, or a range past the end of a regular file or of a reader with a
+// Size.
 func checkReadable(what string, r io.ReaderAt, off, n int64) error {
 	if f, mode, ok := fileOf(r); ok {
 		if mode == unix.O_WRONLY {
@@ -130,8 +106,7 @@ func checkReadable(what string, r io.ReaderAt, off, n int64) error {
 	return nil
 }
 
-// checkWritable refuses (for the call what) an *os.File that is not open
-// for writing.
+// checkWritable refuses (for the call what) an *os.File that is not open for writing.
 func checkWritable(what string, w io.WriterAt) error {
 	if f, mode, ok := fileOf(w); ok && mode == unix.O_RDONLY {
 		return fmt.Errorf("%w: %s: %s is open for reading only", ErrFileMode, what, f.Name())
@@ -139,8 +114,7 @@ func checkWritable(what string, w io.WriterAt) error {
 	return nil
 }
 
-// openSource prepares the reads of [off, off+n) of r (checked by
-// checkReadable).
+// openSource prepares the reads of [off, off+n) of r (checked by checkReadable).
 func openSource(r io.ReaderAt, off, n int64) *source {
 	s := &source{r: r, fd: -1, slots: make(chan struct{}, max(1, sourceWays.directLanes))}
 	f, mode, ok := fileOf(r)
@@ -162,8 +136,8 @@ func openSource(r io.ReaderAt, off, n int64) *source {
 	if !sourceWays.direct {
 		return s
 	}
-	// Reopen through /proc, so that the O_DIRECT flag does not change the
-	// caller's descriptor, and the name need not still lead to the file.
+	// Reopen through /proc, so that the O_DIRECT flag does not change the caller's descriptor, and
+	// the name need not still lead to the file.
 	d, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", s.fd), os.O_RDONLY|unix.O_DIRECT, 0)
 	if err != nil {
 		return s // tmpfs and others refuse O_DIRECT at open
@@ -182,9 +156,9 @@ func (s *source) close() {
 	}
 }
 
-// readAt reads n bytes at off into the staging buffer buf (page-aligned,
-// ChunkSize bytes) and returns them: a sub-slice of buf, which starts
-// where off lies in its page when the piece was read with O_DIRECT.
+// readAt reads n bytes at off into the staging buffer buf (page-aligned, ChunkSize bytes) and
+// returns them: a sub-slice of buf, which starts where off lies in its page when the piece was read
+// with O_DIRECT.
 func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]byte, error) {
 	start := off &^ (directAlign - 1)
 	end := off + int64(n)
@@ -194,28 +168,9 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 		return s.plain(ctx, buf[:n], off)
 	}
 	cached := s.inCache(off, end)
-	if cached && s.mapped != nil && end-s.mapOff <= int64(len(s.mapped)) { // the file may have shrunk before it was mapped
-		s.mmapd.Add(int64(n))
-		pg := int64(os.Getpagesize())
-		pages := s.mapped[(off-s.mapOff)&^(pg-1) : min(int64(len(s.mapped)), (end-s.mapOff+pg-1)&^(pg-1))]
-		if sourceWays.populate {
-			unix.Madvise(pages, unix.MADV_POPULATE_READ) // a hint: the copy faults what it misses
-		}
-		err := copyMapped(buf[:n], s.mapped[off-s.mapOff:end-s.mapOff], off)
-		if !sourceWays.keep {
-			// Only the mapping's page tables go; the page cache keeps the
-			// pages. A neighbour that shares an edge page faults it again.
-			unix.Madvise(pages, unix.MADV_DONTNEED)
-		}
-		return buf[:n], err
-	}
 	if cached || span > int64(len(buf)) || !s.useDirect.Load() {
 		s.cached.Add(int64(n))
-		b, err := s.plain(ctx, buf[:n], off)
-		if err == nil && sourceWays.evict {
-			evictBytes(b)
-		}
-		return b, err
+		return s.plain(ctx, buf[:n], off)
 	}
 	select {
 	case s.slots <- struct{}{}:
@@ -239,37 +194,33 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	return s.readAt(ctx, buf, off, n)
 }
 
-// copyMapped copies src, the mapping of the file at off, into dst with
-// streaming stores. A page of the mapping that the file no longer has
-// (truncated since it was mapped) faults; the fault becomes an error
-// wrapping ErrFileChanged and io.ErrUnexpectedEOF instead of ending the
-// process.
-func copyMapped(dst, src []byte, off int64) (err error) {
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			f, ok := r.(interface{ Addr() uintptr })
-			if !ok {
-				panic(r)
-			}
-			at := off + int64(f.Addr()-uintptr(unsafe.Pointer(unsafe.SliceData(src))))
-			err = fmt.Errorf("%w: the file's page at %d is gone: %w", ErrFileChanged, at, io.ErrUnexpectedEOF)
-		}
-	}()
-	if sourceWays.cachedStores {
-		copyBytes(dst, src, true)
-	} else {
-		streamBytes(dst, src)
+// mapBytes returns [lo, hi) of the file from its mapping when the mapping covers it (the file may
+// have shrunk before it was mapped) and the range is in the page cache, else nil.
+func (s *source) mapBytes(lo, hi int64) []byte {
+	if s.mapped == nil || hi-s.mapOff > int64(len(s.mapped)) || !s.inCache(lo, hi) {
+		return nil
 	}
-	runtime.KeepAlive(src)
-	return nil
+	return s.mapped[lo-s.mapOff : hi-s.mapOff]
 }
 
-// inCache reports whether every page of [start, end) that lies in the
-// file is in the page cache. A probe the kernel does not have gives way to
-// the next; with none left, every piece counts as cached (read through the
-// page cache: never slower than a buffered read).
+// fileFault turns a fault in the file's mapping (a page that the file, truncated since it was
+// mapped, no longer has) into an error wrapping ErrFileChanged and io.ErrUnexpectedEOF that names
+// its offset.
+func (s *source) fileFault(err error) error {
+	var f *sourceFault
+	if !errors.As(err, &f) || s.mapped == nil {
+		return err
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(s.mapped)))
+	if f.addr < base || f.addr-base >= uintptr(len(s.mapped)) {
+		return err
+	}
+	return fmt.Errorf("%w: the file's page at %d is gone: %w", ErrFileChanged, s.mapOff+int64(f.addr-base), io.ErrUnexpectedEOF)
+}
+
+// inCache reports whether every page of [start, end) that lies in the file is in the page cache. A
+// probe the kernel does not have gives way to the next; with none left, every piece counts as
+// cached (read through the page cache: never slower than a buffered read).
 func (s *source) inCache(start, end int64) bool {
 	pg := int64(os.Getpagesize())
 	start &^= pg - 1
@@ -298,9 +249,9 @@ func (s *source) inCache(start, end int64) bool {
 	}
 }
 
-// mincoreCached asks mincore whether every page of [start, end) (start
-// page-aligned) is resident, on the source's mapping when it covers the
-// range, else on a mapping of the range made for the question.
+// mincoreCached asks mincore whether every page of [start, end) (start page-aligned) is resident,
+// on the source's mapping when it covers the range, else on a mapping of the range made for the
+// question.
 func (s *source) mincoreCached(start, end, pg int64) (bool, error) {
 	m := []byte(nil)
 	if s.mapped != nil && start >= s.mapOff && end <= s.mapOff+int64(len(s.mapped)) {

@@ -8,14 +8,12 @@ import (
 	"os"
 )
 
-// source reads the pieces of a file; on this system through its ReadAt
-// only.
+// source reads the pieces of a file; on this system through its ReadAt only.
 type source struct{ r io.ReaderAt }
 
 func openSource(r io.ReaderAt, off, n int64) *source { return &source{r} }
 
-// checkReadable refuses a range past the end of a regular file or of a
-// reader with a Size.
+// checkReadable refuses a range past the end of a regular file or of a reader with a Size.
 func checkReadable(what string, r io.ReaderAt, off, n int64) error {
 	if f, ok := r.(*os.File); ok && f != nil {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
@@ -29,8 +27,8 @@ func checkReadable(what string, r io.ReaderAt, off, n int64) error {
 	return nil
 }
 
-// checkWritable accepts every writer here: the file's WriteAt reports a
-// descriptor not open for writing.
+// checkWritable accepts every writer here: the file's WriteAt reports a descriptor not open for
+// writing.
 func checkWritable(what string, w io.WriterAt) error { return nil }
 
 // readAt reads n bytes at off into the staging buffer buf and returns them.
@@ -42,3 +40,8 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 }
 
 func (s *source) close() {}
+
+// mapBytes returns nil: this system's files are read through ReadAt.
+func (s *source) mapBytes(lo, hi int64) []byte { return nil }
+
+func (s *source) fileFault(err error) error { return err }

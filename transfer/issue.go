@@ -9,17 +9,15 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// Step 4 of a transfer: issue. Every asynchronous copy of the package is
-// queued by issue, with an event recorded after it that tells when its
-// memory may be reused.
+// Step 4 of a transfer: issue. Every asynchronous copy of the package is queued by issue, with an
+// event recorded after it that tells when its memory may be reused.
 
-// issue queues the asynchronous copy of host (page-locked, inside one
-// allocation or registration) at offset off of the transfer on s, and
-// records an event after it. When recording fails, the copy may be queued
-// without a fence: issue then waits for the stream before returning, so
-// that the caller may reuse host, unless that wait fails too (unsure: the
-// device may still use host, which must then never be reused). After a
-// failure the event is given back (the copy was refused) or destroyed.
+// issue queues the asynchronous copy of host (page-locked, inside one allocation or registration)
+// at offset off of the transfer on s, and records an event after it. When recording fails, the copy
+// may be queued without a fence: issue then waits for the stream before returning, so that the
+// caller may reuse host, unless that wait fails too (unsure: the device may still use host, which
+// must then never be reused). After a failure the event is given back (the copy was refused) or
+// destroyed.
 func (c *Copier) issue(s stream, o op, path Path, off int, host []byte) (_ event, unsure bool, _ error) {
 	ev, err := c.events.get()
 	if err != nil {
@@ -43,16 +41,13 @@ func (c *Copier) issue(s stream, o op, path Path, off int, host []byte) (_ event
 	return ev, false, nil
 }
 
-// issueLock serialises the staged lanes' driver calls in one direction (a
-// chunk's asynchronous copy and event record) without putting a lane to
-// sleep. The driver serialises those calls anyway, and each grows slower
-// when many threads make them at once; one caller at a time made
-// device-to-host staging faster. Each direction has its own, as it has its
-// own streams, window and lanes: transfers both ways at once
-// (BenchmarkBothWays). A lane waiting here yields its
-// processor to other goroutines but keeps its thread awake, since a
-// sleeping thread would take longer to wake than the lock is held. In the
-// package's lock order (see Copier) it comes before events.mu and
+// issueLock serialises the staged lanes' driver calls in one direction (a chunk's asynchronous copy
+// and event record) without putting a lane to sleep. The driver serialises those calls anyway, and
+// each grows slower when many threads make them at once; one caller at a time made device-to-host
+// staging faster. Each direction has its own, as it has its own streams, window and lanes:
+// transfers both ways at once (BenchmarkBothWays). A lane waiting here yields its processor to
+// other goroutines but keeps its thread awake, since a sleeping thread would take longer to wake
+// than the lock is held. In the package's lock order (see Copier) it comes before events.mu and
 // runState.mu.
 type issueLock struct{ held atomic.Bool }
 
@@ -70,8 +65,8 @@ func cancelErr(o op, done int, err error) error {
 	return fmt.Errorf("transfer: %s cancelled after issuing %d of %d bytes: %w", o.dir, done, len(o.host), err)
 }
 
-// events recycles the copier's events: creating one is a driver call, and a
-// staged transfer records one per chunk.
+// events recycles the copier's events: creating one is a driver call, and a staged transfer records
+// one per chunk.
 type events struct {
 	dev  device
 	mu   sync.Mutex // a leaf of the lock order (see Copier)
@@ -116,8 +111,8 @@ func (p *events) close() error {
 	return first
 }
 
-// failedFence reports an error, so that the pool retires the buffer: the
-// device's use of it is unknown.
+// failedFence reports an error, so that the pool retires the buffer: the device's use of it is
+// unknown.
 type failedFence struct{ err error }
 
 func (f failedFence) Done() (bool, error) { return true, f.err }

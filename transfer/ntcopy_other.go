@@ -2,8 +2,8 @@
 
 package transfer
 
-// streamBytes copies src into dst (of equal length); only amd64 has the
-// non-temporal version, elsewhere it is a plain copy.
+// streamBytes copies src into dst (of equal length); only amd64 has the non-temporal version,
+// elsewhere it is a plain copy.
 func streamBytes(dst, src []byte) { copy(dst, src) }
 
 // evictBytes does nothing where there is no CLFLUSHOPT binding.

@@ -8,121 +8,100 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// Options configure a Copier. The zero value is ready to use: every zero
-// field takes the default named beside it (Defaults fills them in as New
-// does). The defaults were chosen from measurements on a PCIe Gen5 host;
-// the package's benchmarks (see the package documentation) re-measure them
-// on the machine at hand.
+// Options configure a Copier. The zero value is ready to use: every zero field takes the default
+// named beside it (Defaults fills them in as New does). The defaults were chosen from measurements
+// on a PCIe Gen5 host; the package's benchmarks (see the package documentation) re-measure them on
+// the machine at hand.
 type Options struct {
-	// Streams is the number of CUDA streams the copier owns: half of them
-	// (rounded up) carry host-to-device copies and the rest device-to-host
-	// copies, so that both copy engines work at once. Zero means
-	// DefaultStreams; 1 is refused (one stream per direction at least).
+	// Streams is the number of CUDA streams the copier owns: half of them (rounded up) carry
+	// host-to-device copies and the rest device-to-host copies, so that both copy engines work at
+	// once. Zero means DefaultStreams; 1 is refused (one stream per direction at least).
 	Streams int
 
-	// ChunkSize is the size of one pinned staging buffer. Pageable memory
-	// is staged in chunks of at most this size, each one asynchronous copy.
-	// Zero means DefaultChunkSize.
+	// ChunkSize is the size of one pinned staging buffer. Pageable memory is staged in chunks of at
+	// most this size, each one asynchronous copy. Zero means DefaultChunkSize.
 	ChunkSize int
 
-	// WindowBytes bounds the pinned staging memory held by the copier's
-	// transfers in one direction: a transfer waits for a staging buffer
-	// once WindowBytes/ChunkSize of them are held for its direction, so
-	// that little memory is locked at once. Each direction has a window of
-	// its own, since the two run on separate copy engines: a copier that
-	// moves data both ways at once holds up to twice WindowBytes. It must
-	// hold at least one chunk; two or more let CPU copies overlap DMA. Zero
-	// means DefaultWindowBytes.
+	// WindowBytes bounds the pinned staging memory held by the copier's transfers in one direction:
+	// a transfer waits for a staging buffer once WindowBytes/ChunkSize of them are held for its
+	// direction, so that little memory is locked at once. Each direction has a window of its own,
+	// since the two run on separate copy engines: a copier that moves data both ways at once holds
+	// up to twice WindowBytes. It must hold at least one chunk; two or more let CPU copies overlap
+	// DMA. Zero means DefaultWindowBytes.
 	WindowBytes int64
 
-	// Lanes is the most goroutines that work on one staged transfer: the
-	// calling goroutine and up to Lanes-1 standing lanes of the copier,
-	// which copy between pageable memory and staging buffers in parallel
-	// with each other and with the DMA. Each direction has Lanes-1
-	// standing lanes of its own, shared among the transfers staging in
-	// that direction at once, so transfers both ways at once may keep up
-	// to twice Lanes goroutines busy. 1 stages on the calling goroutine
-	// alone. A transfer of at most the window host to device that finds
-	// the standing lanes asleep (it came more than LaneSpin after the one
-	// before) takes half of them: its caller starts at once, and lanes that
-	// wake up late find little left to copy. Zero means min(GOMAXPROCS,
-	// DefaultMaxLanes).
+	// Lanes is the most goroutines that work on one staged transfer: the calling goroutine and up
+	// to Lanes-1 standing lanes of the copier, which copy between pageable memory and staging
+	// buffers in parallel with each other and with the DMA. Each direction has Lanes-1 standing
+	// lanes of its own, shared among the transfers staging in that direction at once, so transfers
+	// both ways at once may keep up to twice Lanes goroutines busy. 1 stages on the calling
+	// goroutine alone. A transfer of at most the window host to device that finds the standing
+	// lanes asleep (it came more than LaneSpin after the one before) takes half of them: its caller
+	// starts at once, and lanes that wake up late find little left to copy. Zero means
+	// min(GOMAXPROCS, DefaultMaxLanes).
 	Lanes int
 
-	// LaneSpin is how long a standing lane keeps looking for the next
-	// staged transfer before it sleeps, after a transfer that came within
-	// LaneSpin of the one before it in the same direction (or overlapped
-	// it); such a transfer's caller also spins briefly for its lanes to
-	// finish instead of sleeping. A sleeping lane takes a thread wake-up
-	// to start, which delays transfers that follow each other closely; a
-	// spinning lane burns CPU time, up to (Lanes-1) × LaneSpin after such a
-	// transfer (twice that when both directions have such transfers).
-	// Transfers further apart than LaneSpin, such as a paced stream of
-	// frames, pay no spin. Zero means DefaultLaneSpin; negative means never
-	// spin.
+	// LaneSpin is how long a standing lane keeps looking for the next staged transfer before it
+	// sleeps, after a transfer that came within LaneSpin of the one before it in the same direction
+	// (or overlapped it); such a transfer's caller also spins briefly for its lanes to finish
+	// instead of sleeping. A sleeping lane takes a thread wake-up to start, which delays transfers
+	// that follow each other closely; a spinning lane burns CPU time, up to (Lanes-1) × LaneSpin
+	// after such a transfer (twice that when both directions have such transfers). Transfers
+	// further apart than LaneSpin, such as a paced stream of frames, pay no spin. Zero means
+	// DefaultLaneSpin; negative means never spin.
 	LaneSpin time.Duration
 
-	// DirectBelow is the size below which a copy of pageable memory skips
-	// staging and goes through the driver's synchronous copy, since for
-	// small copies staging costs more than it saves. Zero means
-	// DefaultDirectBelow; negative means never (always stage pageable
-	// memory).
+	// DirectBelow is the size below which a copy of pageable memory skips staging and goes through
+	// the driver's synchronous copy, since for small copies staging costs more than it saves. Zero
+	// means DefaultDirectBelow; negative means never (always stage pageable memory).
 	DirectBelow int
 
-	// RegisterChunk is the most bytes one cuMemHostRegister call of
-	// Register page-locks: larger regions are registered in parts, since
-	// very large single registrations fail. It is a positive multiple of
-	// 4096, rounded up to the system page size where that is larger. Zero
-	// means DefaultRegisterChunk.
+	// RegisterChunk is the most bytes one cuMemHostRegister call of Register page-locks: larger
+	// regions are registered in parts, since very large single registrations fail. It is a positive
+	// multiple of 4096, rounded up to the system page size where that is larger. Zero means
+	// DefaultRegisterChunk.
 	RegisterChunk int64
 
-	// Prewarm makes New reserve one window's staging buffers in the pool
-	// (pinpool.Pool.Reserve), so that the first transfers do not wait for
-	// the pool to allocate pinned memory, which is slow. Transfers both
-	// ways at once take up to a second window's buffers from the pool as
-	// they need them.
+	// Prewarm makes New reserve one window's staging buffers in the pool (pinpool.Pool.Reserve), so
+	// that the first transfers do not wait for the pool to allocate pinned memory, which is slow.
+	// Transfers both ways at once take up to a second window's buffers from the pool as they need
+	// them.
 	Prewarm bool
 }
 
-// Defaults of the zero Options, measured by BenchmarkStagedTuning,
-// BenchmarkFrameStream and BenchmarkPacedFrames.
+// Defaults of the zero Options, measured by BenchmarkStagedTuning, BenchmarkFrameStream and
+// BenchmarkPacedFrames.
 const (
 	// DefaultStreams is one stream per direction.
 	DefaultStreams = 2
-	// DefaultChunkSize is 2 MiB: small enough that the DMA of a large
-	// transfer starts early and each lane holds several chunks in flight,
-	// large enough that the copy engine's pause between copies costs
-	// little; 4 MiB chunks made the lanes' copies slower
-	// (BenchmarkStagedTuning).
+	// DefaultChunkSize is 2 MiB: small enough that the DMA of a large transfer starts early and
+	// each lane holds several chunks in flight, large enough that the copy engine's pause between
+	// copies costs little; 4 MiB chunks made the lanes' copies slower (BenchmarkStagedTuning).
 	DefaultChunkSize = 2 << 20
-	// DefaultWindowBytes is 32 MiB of staging: 16 chunks, enough for 8
-	// lanes to keep two chunks each in flight, and small enough to stay in
-	// the last-level cache, where the DMA reads it fastest.
+	// DefaultWindowBytes is 32 MiB of staging: 16 chunks, enough for 8 lanes to keep two chunks
+	// each in flight, and small enough to stay in the last-level cache, where the DMA reads it
+	// fastest.
 	DefaultWindowBytes = 32 << 20
-	// DefaultMaxLanes caps the default number of lanes: the CPU copy is
-	// the staged path's limit, and more than 8 lanes staged no faster while
-	// taking processors from the application.
+	// DefaultMaxLanes caps the default number of lanes: the CPU copy is the staged path's limit,
+	// and more than 8 lanes staged no faster while taking processors from the application.
 	DefaultMaxLanes = 8
-	// DefaultLaneSpin is 200 µs: longer than the gaps between transfers
-	// that follow each other back to back, so that such a stream keeps its
-	// lanes awake, and shorter than the period of a paced stream of frames
-	// (a 300 frames a second stream), which then pays no spin. Measured
-	// both ways by BenchmarkFrameStream and BenchmarkPacedFrames: the spin
-	// speeds up a back-to-back stream and costs it CPU time; a paced
-	// stream pays none.
+	// DefaultLaneSpin is 200 µs: longer than the gaps between transfers that follow each other back
+	// to back, so that such a stream keeps its lanes awake, and shorter than the period of a paced
+	// stream of frames (a 300 frames a second stream), which then pays no spin. Measured both ways
+	// by BenchmarkFrameStream and BenchmarkPacedFrames: the spin speeds up a back-to-back stream
+	// and costs it CPU time; a paced stream pays none.
 	DefaultLaneSpin = 200 * time.Microsecond
-	// DefaultDirectBelow is 1 MiB: from there on, staging was faster than
-	// the driver's own copy of pageable memory in a stream of transfers in
-	// both directions; a transfer after a pause, whose lanes must wake, is
-	// level with the driver's copy at 1 MiB.
+	// DefaultDirectBelow is 1 MiB: from there on, staging was faster than the driver's own copy of
+	// pageable memory in a stream of transfers in both directions; a transfer after a pause, whose
+	// lanes must wake, is level with the driver's copy at 1 MiB.
 	DefaultDirectBelow = 1 << 20
 	// DefaultRegisterChunk is cuda.DefaultRegisterChunk, as for cudahost.
 	DefaultRegisterChunk = cuda.DefaultRegisterChunk
 )
 
-// Defaults returns o with every zero field set to its default, as New
-// applies them, or an error wrapping ErrInvalidOptions for a field out of
-// range. Lanes defaults from the GOMAXPROCS of the moment.
+// Defaults returns o with every zero field set to its default, as New applies them, or an error
+// wrapping ErrInvalidOptions for a field out of range. Lanes defaults from the GOMAXPROCS of the
+// moment.
 func (o Options) Defaults() (Options, error) {
 	if o.Streams == 0 {
 		o.Streams = DefaultStreams
@@ -152,8 +131,8 @@ func (o Options) Defaults() (Options, error) {
 	case o.Lanes < 0:
 		return o, fmt.Errorf("%w: Lanes = %d", ErrInvalidOptions, o.Lanes)
 	}
-	// The same rule as cudahost.Options.RegisterChunk: the default for zero,
-	// rounded up to the system page size.
+	// The same rule as cudahost.Options.RegisterChunk: the default for zero, rounded up to the
+	// system page size.
 	rc, err := cuda.RegisterChunkSize(o.RegisterChunk)
 	if err != nil {
 		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
@@ -162,9 +141,7 @@ func (o Options) Defaults() (Options, error) {
 	return o, nil
 }
 
-// Slots is the number of staging buffers of ChunkSize bytes one
-// direction's window holds (WindowBytes/ChunkSize). A pool serving only
-// this copier's staging must be able to give 2*Slots at once for
-// transfers both ways at once to run at full speed, Slots for one
-// direction.
+// Slots is the number of staging buffers of ChunkSize bytes one direction's window holds
+// (WindowBytes/ChunkSize). A pool serving only this copier's staging must be able to give 2*Slots
+// at once for transfers both ways at once to run at full speed, Slots for one direction.
 func (o Options) Slots() int { return int(o.WindowBytes / int64(max(o.ChunkSize, 1))) }

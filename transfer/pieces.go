@@ -13,32 +13,28 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// Streams and files. Data that is not in memory yet (a file, a socket, a
-// decoder's output) moves in pieces of at most ChunkSize bytes, each
-// through one pinned staging buffer held under one slot of the copier's
-// window: read into the buffer, then one asynchronous copy to the device
-// (or the other way round). Several pieces are in flight at once, so
-// reading, staging and DMA overlap, and the pinned memory held stays
-// within the window whatever the size of the data. No pageable copy
+// Streams and files. Data that is not in memory yet (a file, a socket, a decoder's output) moves in
+// pieces of at most ChunkSize bytes, each through one pinned staging buffer held under one slot of
+// the copier's window: read into the buffer, then one asynchronous copy to the device (or the other
+// way round). Several pieces are in flight at once, so reading, staging and DMA overlap, and the
+// pinned memory held stays within the window whatever the size of the data. No pageable copy
 // happens on the way: the reader writes straight into pinned memory.
 //
-// Nothing a reader, writer or file says is trusted: every count is
-// checked against the buffer it was given before it moves a byte
-// (readChecked, writeChecked), the pieces are computed, never listed, so
-// that a huge length allocates nothing, and the device range is checked
-// before the first piece.
+// Nothing a reader, writer or file says is trusted: every count is checked against the buffer it
+// was given before it moves a byte (readChecked, writeChecked), the pieces are computed, never
+// listed, so that a huge length allocates nothing, and the device range is checked before the first
+// piece.
 
-// piece is one part of a stream transfer: pos bytes from the start of the
-// device range, n bytes long; for files, at file offset off.
+// piece is one part of a stream transfer: pos bytes from the start of the device range, n bytes
+// long; for files, at file offset off.
 type piece struct {
 	pos, off int64
 	n        int
 }
 
-// pieces cuts [off, off+n) of a file into pieces at multiples of chunk in
-// file offsets, so that every piece but the first and the last is aligned
-// for direct I/O, and each, with its start rounded down and its end
-// rounded up to the page size, fits one staging buffer of chunk bytes.
+// pieces cuts [off, off+n) of a file into pieces at multiples of chunk in file offsets, so that
+// every piece but the first and the last is aligned for direct I/O, and each, with its start
+// rounded down and its end rounded up to the page size, fits one staging buffer of chunk bytes.
 // Piece i is computed on demand: nothing is held per piece.
 type pieces struct {
 	off, n int64
@@ -62,57 +58,14 @@ func (p pieces) at(i int) piece {
 	return piece{pos: start - p.off, off: start, n: int(end - start)}
 }
 
-// splitPieces lists the pieces of [off, off+n) (tests).
-func splitPieces(off, n int64, chunk int) []piece {
-	if n <= 0 {
-		return nil
-	}
-	p := newPieces(off, n, chunk)
-	ps := make([]piece, p.count)
-	for i := range ps {
-		ps[i] = p.at(i)
-	}
-	return ps
-}
-
-// streamLanes is how many goroutines work on one stream transfer: twice
-// the copier's lanes (each spends part of its time waiting for its DMA),
-// within the window's slots and the number of pieces.
-func (c *Copier) streamLanes(pieces int) int {
-	return max(1, min(2*c.opt.Lanes, c.opt.Slots(), pieces))
-}
-
 // staging is one piece's pinned buffer and its window slot.
 type staging struct {
 	w   *window
 	buf pinpool.Buffer
 }
 
-// stage takes a slot of direction d's window and a staging buffer of
-// ChunkSize bytes, or returns ctx's error, before taking anything when ctx
-// has already ended.
-func (c *Copier) stage(ctx context.Context, d Direction) (staging, error) {
-	if err := c.live(ctx); err != nil {
-		return staging{}, err
-	}
-	w := c.wins[d]
-	if err := w.acquire(ctx); err != nil {
-		return staging{}, err
-	}
-	buf, err := c.pool.Get(ctx, c.opt.ChunkSize)
-	if err != nil {
-		w.release()
-		if ctx.Err() != nil {
-			return staging{}, ctx.Err()
-		}
-		return staging{}, fmt.Errorf("%w: %w", ErrStaging, err)
-	}
-	return staging{w, buf}, nil
-}
-
-// live returns ctx's error, or ErrClosed once Close has begun: a stream
-// transfer ends at its next piece then, so that Close does not wait for a
-// reader that may never end.
+// live returns ctx's error, or ErrClosed once Close has begun: a stream transfer ends at its next
+// piece then, so that Close does not wait for a reader that may never end.
 func (c *Copier) live(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -132,22 +85,115 @@ func (s staging) done() {
 	s.w.release()
 }
 
-// copyPiece copies pinned memory b (part of a staging buffer) to or from
-// the device at dev, and returns once the copy is complete. It is one
-// asynchronous copy of the stream transfer, which Stats counts as a whole
-// (PathStream), not piece by piece.
-func (c *Copier) copyPiece(ctx context.Context, dir Direction, dev cuda.DevicePtr, b []byte) error {
-	if err := c.live(ctx); err != nil {
-		return err
-	}
-	return c.segment(ctx, op{dir, dev, b}, PathPinned)
+// pieceQueue is a stream's pieces whose asynchronous copies are issued, oldest first. A stream
+// transfer runs on its caller's goroutine alone: reads (or writes) overlap the DMA of the pieces in
+// flight, as many as the window lets it hold.
+type pieceQueue struct {
+	c    *Copier
+	ctx  context.Context
+	dir  Direction
+	held []queued
+	land func(f queued, err error) // each piece in order once its copy has completed (err: its failure)
 }
 
-// progress records which pieces of a transfer are complete, beside the
-// first error and the flag that stops the lanes. Pieces complete out of
-// order, but only as many at once as lanes run, so it holds the bytes of
-// the unbroken prefix and the few complete pieces beyond it: nothing per
-// piece of the transfer.
+// queued is piece i of a stream in flight: its staging, the event after its copy, its bytes (short:
+// the reader failed in it).
+type queued struct {
+	i     int
+	s     staging
+	ev    event
+	data  []byte
+	short bool
+}
+
+// stage takes a window slot and a staging buffer; while pieces are in flight it lands the oldest
+// instead of waiting for either, so that a stream never waits on its own staging.
+func (q *pieceQueue) stage() (staging, error) {
+	c, w := q.c, q.c.wins[q.dir]
+	if err := c.live(q.ctx); err != nil {
+		return staging{}, err
+	}
+	for !w.tryAcquire() {
+		if !q.landOldest() {
+			if err := w.acquire(q.ctx); err != nil {
+				return staging{}, err
+			}
+			break
+		}
+	}
+	for {
+		buf, err := c.pool.TryGet(c.opt.ChunkSize)
+		if err == nil {
+			return staging{w, buf}, nil
+		}
+		if !errors.Is(err, pinpool.ErrBudget) || !q.landOldest() {
+			break
+		}
+	}
+	buf, err := c.pool.Get(q.ctx, c.opt.ChunkSize)
+	if err != nil {
+		w.release()
+		if q.ctx.Err() != nil {
+			return staging{}, q.ctx.Err()
+		}
+		return staging{}, fmt.Errorf("%w: %w", ErrStaging, err)
+	}
+	return staging{w, buf}, nil
+}
+
+// issue issues f's copy between f.data (in s) and the device at dev. s is the queue's from then on:
+// on failure it is given back at once.
+func (q *pieceQueue) issue(s staging, f queued, dev cuda.DevicePtr) error {
+	ev, unsure, err := q.c.issue(q.c.stream(q.dir), op{q.dir, dev, f.data}, PathPinned, 0, f.data)
+	if err != nil {
+		if unsure {
+			s.buf.ReleaseAfter(failedFence{err})
+			s.w.release()
+		} else {
+			s.done()
+		}
+		return err
+	}
+	f.s, f.ev = s, ev
+	q.held = append(q.held, f)
+	return nil
+}
+
+// landOldest waits for the oldest piece's copy, hands it to land, and gives its staging back (a
+// buffer whose copy failed is retired); it reports false when none is in flight.
+func (q *pieceQueue) landOldest() bool {
+	if len(q.held) == 0 {
+		return false
+	}
+	f := q.held[0]
+	q.held = q.held[1:]
+	err := f.ev.synchronize()
+	if err != nil {
+		q.c.events.drop(f.ev)
+		err = copyErr(q.dir, PathPinned, 0, len(f.data), err)
+	} else {
+		q.c.events.put(f.ev)
+	}
+	q.land(f, err)
+	if err != nil {
+		f.s.buf.ReleaseAfter(failedFence{err})
+		f.s.w.release()
+	} else {
+		f.s.done()
+	}
+	return true
+}
+
+// drain lands every piece still in flight.
+func (q *pieceQueue) drain() {
+	for q.landOldest() {
+	}
+}
+
+// progress records which pieces of a transfer are complete, beside the first error and the flag
+// that stops the lanes. Pieces complete out of order, but only as many at once as lanes run, so it
+// holds the bytes of the unbroken prefix and the few complete pieces beyond it: nothing per piece
+// of the transfer.
 type progress struct {
 	stop        atomic.Bool
 	mu          sync.Mutex // guards the rest; a leaf of the lock order (see Copier)
@@ -174,8 +220,8 @@ func (p *progress) fail(err error) {
 // complete records that piece i arrived whole, k bytes.
 func (p *progress) complete(i int, k int) { p.add(i, k, false) }
 
-// partial records that only the first k bytes of piece i arrived: the
-// count of the transfer ends there.
+// partial records that only the first k bytes of piece i arrived: the count of the transfer ends
+// there.
 func (p *progress) partial(i int, k int) { p.add(i, k, true) }
 
 func (p *progress) add(i int, k int, part bool) {
@@ -200,16 +246,15 @@ func (p *progress) add(i int, k int, part bool) {
 	}
 }
 
-// arrived is the bytes of the complete pieces from the start, up to the
-// first one that is not.
+// arrived is the bytes of the complete pieces from the start, up to the first one that is not.
 func (p *progress) arrived() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.prefixBytes
 }
 
-// result is the transfer's outcome: the bytes that arrived, and the first
-// error, said with the range it ended at.
+// result is the transfer's outcome: the bytes that arrived, and the first error, said with the
+// range it ended at.
 func (p *progress) result(what string, total int64) (int64, error) {
 	return p.resultOf(p.arrived(), what, total)
 }
@@ -227,50 +272,83 @@ func (p *progress) resultOf(n int64, what string, total int64) (int64, error) {
 	return n, fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, n, total, err)
 }
 
-// stagedLanes runs work for every piece of ps, each with a staging buffer
-// of ChunkSize bytes held under a window slot for the call, on the
-// copier's stream lanes (the caller's goroutine among them), each taking
-// the next piece, until all are done or one fails (progress.stop) or ctx
-// ends. work returns the bytes of the piece that arrived: all of it
-// unless it fails.
-func (c *Copier) stagedLanes(ctx context.Context, d Direction, ps pieces, p *progress, lanes int, work func(pc piece, buf []byte) (int, error)) {
+// runPieces moves pieces from to to (exclusive) of ps between staging and the device at dev, on
+// the caller's goroutine and the copier's standing lanes of direction d (the same lanes as a
+// staged copy's), each taking the next piece, until all are done or one fails (progress.stop) or
+// ctx ends. Each lane keeps its pieces' copies in flight (pieceQueue) while it fills the next
+// staging buffer: fill returns the piece's bytes in buf (host to device, read into it; with an
+// error, what it read before); drain, when not nil, takes them once they landed (device to host)
+// and returns how many it took. With one lane the pieces are filled and drained in order.
+func (c *Copier) runPieces(ctx context.Context, d Direction, dev cuda.DevicePtr, ps pieces, from, to, lanes int, p *progress, fill func(pc piece, buf []byte) ([]byte, error), drain func(pc piece, b []byte) (int, error)) {
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	piece := func(i int) (int, error) {
-		s, err := c.stage(ctx, d)
-		if err != nil {
-			return 0, err
-		}
-		defer s.done()
-		return work(ps.at(i), s.buf.Bytes())
-	}
-	lane := func() {
-		for !p.stop.Load() {
-			i := int(next.Add(1) - 1)
-			if i >= ps.count {
+	next.Store(int64(from))
+	r := &pieceRun{}
+	r.lane = func() {
+		q := &pieceQueue{c: c, ctx: ctx, dir: d, land: func(f queued, err error) {
+			k := len(f.data)
+			switch {
+			case err == nil && f.short:
+				p.partial(f.i, k)
 				return
+			case err == nil && drain != nil && p.stop.Load():
+				return // not taken: the transfer ends before it
+			case err == nil && drain != nil:
+				k, err = drain(ps.at(f.i), f.data)
 			}
-			k, err := piece(i)
 			if err != nil {
 				if k > 0 {
-					p.partial(i, k)
+					p.partial(f.i, k)
 				}
 				p.fail(err)
 				return
 			}
-			p.complete(i, k)
+			p.complete(f.i, k)
+		}}
+		defer q.drain()
+		for !p.stop.Load() {
+			i := int(next.Add(1) - 1)
+			if i >= to {
+				return
+			}
+			pc := ps.at(i)
+			s, err := q.stage()
+			if err != nil {
+				p.fail(err)
+				return
+			}
+			b, err := fill(pc, s.buf.Bytes())
+			if err != nil {
+				p.fail(err) // what was filled before the error still goes, and ends the count
+				if len(b) == 0 {
+					s.done()
+				} else if err := q.issue(s, queued{i: i, data: b, short: true}, dev+cuda.DevicePtr(pc.pos)); err != nil {
+					p.fail(err)
+				}
+				return
+			}
+			if err := q.issue(s, queued{i: i, data: b}, dev+cuda.DevicePtr(pc.pos)); err != nil {
+				p.fail(err)
+				return
+			}
 		}
 	}
-	for range max(1, min(lanes, ps.count)) - 1 {
-		wg.Go(lane)
-	}
-	lane()
-	wg.Wait()
+	l := c.lanes[d]
+	l.offer(r, min(lanes, c.opt.Slots(), to-from)-1)
+	r.lane()
+	l.withdraw(r)
+	r.endJoins(0)
 }
 
-// caught runs fn, the caller's reader or writer, turning a panic into an
-// error wrapping ErrCallbackPanic: it may run on a lane of the copier, where
-// a panic would end the process.
+// pieceRun is the pieces of a stream or file transfer offered to the standing lanes.
+type pieceRun struct {
+	runState
+	lane func()
+}
+
+func (r *pieceRun) join() { r.joinLane(r.lane) }
+
+// caught runs fn, the caller's reader or writer, turning a panic into an error wrapping
+// ErrCallbackPanic: it may run on a lane of the copier, where a panic would end the process.
 func caught(what string, fn func() (int, error)) (n int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -280,15 +358,14 @@ func caught(what string, fn func() (int, error)) (n int, err error) {
 	return fn()
 }
 
-// rangedDevice is a device that can tell the allocation an address lies
-// in (cuMemGetAddressRange), so that a stream transfer that would run past
-// it is refused before it starts.
+// rangedDevice is a device that can tell the allocation an address lies in (cuMemGetAddressRange),
+// so that a stream transfer that would run past it is refused before it starts.
 type rangedDevice interface {
 	addressRange(p cuda.DevicePtr) (base cuda.DevicePtr, size uint64, err error)
 }
 
-// streamRun is one stream or file transfer under way: its context, pieces,
-// progress and start, counted in Stats as one transfer when it ends.
+// streamRun is one stream or file transfer under way: its context, pieces, progress and start,
+// counted in Stats as one transfer when it ends.
 type streamRun struct {
 	c    *Copier
 	ctx  context.Context
@@ -299,14 +376,12 @@ type streamRun struct {
 	what string
 }
 
-// startStream checks the arguments of a stream or file transfer of n
-// bytes between the device at dev and offset off of its host side (isNil:
-// its reader, writer or file, named arg, is nil) and begins it on the
-// copier, so that Close waits for it. It returns nil and no error when
-// there is nothing to move (then nothing was begun); else the caller
-// calls finish. Every length and offset is checked before anything is
-// allocated: off+n must fit an int64, dev+n the address space and, where
-// the device can tell, the allocation dev lies in.
+// startStream checks the arguments of a stream or file transfer of n bytes between the device at
+// dev and offset off of its host side (isNil: its reader, writer or file, named arg, is nil) and
+// begins it on the copier, so that Close waits for it. It returns nil and no error when there is
+// nothing to move (then nothing was begun); else the caller calls finish. Every length and offset
+// is checked before anything is allocated: off+n must fit an int64, dev+n the address space and,
+// where the device can tell, the allocation dev lies in.
 func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg string, isNil bool, dev cuda.DevicePtr, off, n int64) (*streamRun, error) {
 	switch {
 	case n < 0 || off < 0:
@@ -321,8 +396,8 @@ func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg strin
 		return nil, fmt.Errorf("%w: %s: device address %#x + length %d overflows", ErrInvalidRange, what, uint64(dev), n)
 	}
 	if rd, ok := c.dev.(rangedDevice); ok {
-		// A query the driver refuses (an address it does not know) leaves
-		// the check to the copies, which fail on such an address.
+		// A query the driver refuses (an address it does not know) leaves the check to the copies,
+		// which fail on such an address.
 		if base, size, err := rd.addressRange(dev); err == nil && uint64(dev-base)+uint64(n) > size {
 			return nil, fmt.Errorf("%w: %s: %d bytes at device address %#x run past its allocation (%d bytes at %#x)", ErrInvalidRange, what, n, uint64(dev), size, uint64(base))
 		}
@@ -336,9 +411,8 @@ func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg strin
 	return &streamRun{c: c, ctx: ctx, dir: dir, ps: newPieces(off, n, c.opt.ChunkSize), p: newProgress(), t0: time.Now(), what: what}, nil
 }
 
-// finish ends the transfer on the copier and counts it in Stats: one
-// transfer of n bytes under PathStream when it moved them all, else a
-// failure or a cancellation.
+// finish ends the transfer on the copier and counts it in Stats: one transfer of n bytes under
+// PathStream when it moved them all, else a failure or a cancellation.
 func (r *streamRun) finish(n int64, err error) (int64, error) {
 	dt := time.Since(r.t0)
 	switch {

@@ -1,32 +1,26 @@
 package transfer
 
-// Step 2 of a transfer: the staging plan. Every staged transfer (pageable
-// memory from Options.DirectBelow up, or below it with DirectBelow
-// negative) runs by a plan that planStaging decides once, from its size,
-// direction, the number of transfers staging at the time, the options and
-// the tuning; nothing later changes the mode, the chunk size or the number
-// of lanes.
+// Step 2 of a transfer: the staging plan. Every staged transfer (pageable memory from
+// Options.DirectBelow up, or below it with DirectBelow negative) runs by a plan that planStaging
+// decides once, from its size, direction, the number of transfers staging at the time, the options
+// and the tuning; nothing later changes the mode, the chunk size or the number of lanes.
 
-// mode is how the lanes of a staged transfer share its work. The package
-// keeps two, each for the sizes where it wins by far more than the margin
-// a second mechanism needs: the cooperative mode for frames and other
-// transfers within the window (BenchmarkFrameStream, BenchmarkStagedSizes'
-// small sizes), the chunked one above it, where lanes that wait for each
-// other at every chunk cap the rate well below independent lanes
-// (BenchmarkStagedSizes, 64 MiB and up).
+// mode is how the lanes of a staged transfer share its work. The package keeps two, each for the
+// sizes where it wins by far more than the margin a second mechanism needs: the cooperative mode
+// for frames and other transfers within the window (BenchmarkFrameStream, BenchmarkStagedSizes'
+// small sizes), the chunked one above it, where lanes that wait for each other at every chunk cap
+// the rate well below independent lanes (BenchmarkStagedSizes, 64 MiB and up).
 type mode int
 
 const (
-	// chunked: each lane claims whole chunks and takes each one through
-	// staging, issue and completion on its own, keeping a few in flight.
-	// Lanes never wait for each other, which large transfers need.
+	// chunked: each lane claims whole chunks and takes each one through staging, issue and
+	// completion on its own, keeping a few in flight. Lanes never wait for each other, which large
+	// transfers need.
 	chunked mode = iota
-	// cooperative: the transfer holds all its staging at once, every lane
-	// copies stripes of every chunk, and one goroutine at a time calls the
-	// driver. Small transfers spend most of their time in driver calls and
-	// in the DMA's first and last chunk, which this shortens; it needs all
-	// the staging up front, so only transfers that fit in a share of the
-	// window run this way.
+	// cooperative: the transfer holds all its staging at once, every lane copies stripes of every
+	// chunk, and one goroutine at a time calls the driver. Small transfers spend most of their time
+	// in driver calls and in the DMA's first and last chunk, which this shortens; it needs all the
+	// staging up front, so only transfers that fit in a share of the window run this way.
 	cooperative
 )
 
@@ -46,28 +40,24 @@ type plan struct {
 	lanes  int // lanes that work on it, the calling goroutine among them
 	buffer int // bytes of a staging buffer: Options.ChunkSize, one window slot
 
-	// streamOut: device to host, the bytes leave staging with streaming
-	// stores (copyOut), when no other transfer stages device to host.
+	// streamOut: device to host, the bytes leave staging with streaming stores (copyOut), when no
+	// other transfer stages device to host.
 	streamOut bool
-	// backToBack: device to host, cooperative, the transfer found its
-	// direction's lanes awake (it follows the last one closely). Then
-	//   - the caller issues the chunks' copies before it offers the
-	//     transfer to the lanes, which have nothing to do before the first
-	//     chunk lands: the offer finds them spinning, and the DMA starts
-	//     sooner. Lanes asleep are offered the transfer first, so that they
-	//     wake while the copies are issued; woken after, they came late to
-	//     the copy-out and a paced stream's frames took longer;
-	//   - each stripe of staging is evicted from the CPU caches once copied
-	//     out (evictBytes), so that the next DMA into it, which comes at
-	//     once, need not chase its lines there. A paced stream reuses the
-	//     staging milliseconds later; there the eviction cost CPU time and
-	//     made each frame slower, not faster;
-	//   - with streamOut too (the transfer stages alone), the caller does
-	//     not wait for the eviction: it returns once its bytes are copied
-	//     out, and its lanes evict and give the staging back (the handoff,
-	//     coop.go).
-	// (BenchmarkFrameStream and BenchmarkPacedFrames, downloads, measure
-	// each rule.)
+	// backToBack: device to host, cooperative, the transfer found its direction's lanes awake (it
+	// follows the last one closely). Then
+	//   - the caller issues the chunks' copies before it offers the transfer to the lanes, which
+	//     have nothing to do before the first chunk lands: the offer finds them spinning, and the
+	//     DMA starts sooner. Lanes asleep are offered the transfer first, so that they wake while
+	//     the copies are issued; woken after, they came late to the copy-out and a paced stream's
+	//     frames took longer;
+	//   - each stripe of staging is evicted from the CPU caches once copied out (evictBytes), so
+	//     that the next DMA into it, which comes at once, need not chase its lines there. A paced
+	//     stream reuses the staging milliseconds later; there the eviction cost CPU time and made
+	//     each frame slower, not faster;
+	//   - with streamOut too (the transfer stages alone), the caller does not wait for the
+	//     eviction: it returns once its bytes are copied out, and its lanes evict and give the
+	//     staging back (the handoff, coop.go).
+	// (BenchmarkFrameStream and BenchmarkPacedFrames, downloads, measure each rule.)
 	backToBack bool
 
 	// chunked mode
@@ -80,16 +70,14 @@ type plan struct {
 	stripes   int // stripes of the whole transfer
 }
 
-// planStaging decides how a staged transfer of n > 0 bytes in direction
-// dir runs, when active transfers of the copier stage in that direction at
-// once (this one among them; the other direction has lanes and a window
-// of its own) and the direction's standing lanes are asleep or not.
-// Options.Lanes are shared among the transfers staging at once (each
-// caller is a lane of its own, so more lanes per transfer only make them
-// contend), two at least. The transfer runs cooperatively when it has two
-// lanes or more and its staging fits in the direction's share of the
-// window (tuning.coopShare), else chunked, in chunks of ChunkSize or
-// smaller ones (down to minChunk) when that gives every lane a chunk.
+// planStaging decides how a staged transfer of n > 0 bytes in direction dir runs, when active
+// transfers of the copier stage in that direction at once (this one among them; the other direction
+// has lanes and a window of its own) and the direction's standing lanes are asleep or not.
+// Options.Lanes are shared among the transfers staging at once (each caller is a lane of its own,
+// so more lanes per transfer only make them contend), two at least. The transfer runs cooperatively
+// when it has two lanes or more and its staging fits in the direction's share of the window
+// (tuning.coopShare), else chunked, in chunks of ChunkSize or smaller ones (down to minChunk) when
+// that gives every lane a chunk.
 func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
 	if active > 1 {
@@ -126,18 +114,16 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 	}
 }
 
-// chunkFor is the chunk size of a chunked transfer of n bytes: chunk (the
-// staging buffer's size), or less when that would leave lanes without
-// work, so that a transfer of a few chunks still copies on every lane;
-// never below minChunk (or chunk, if smaller), in whole cache lines.
+// chunkFor is the chunk size of a chunked transfer of n bytes: chunk (the staging buffer's size),
+// or less when that would leave lanes without work, so that a transfer of a few chunks still copies
+// on every lane; never below minChunk (or chunk, if smaller), in whole cache lines.
 func chunkFor(n, chunk, lanes, minChunk int) int {
 	u := roundUp(ceilDiv(n, lanes), 64)
 	return max(min(u, chunk), min(minChunk, chunk))
 }
 
-// stripeRange is the byte range [lo, hi) of the transfer that stripe i of
-// a cooperative plan covers, and the chunk it belongs to; lo == hi for a
-// stripe past the end of a short last chunk.
+// stripeRange is the byte range [lo, hi) of the transfer that stripe i of a cooperative plan
+// covers, and the chunk it belongs to; lo == hi for a stripe past the end of a short last chunk.
 func (p *plan) stripeRange(i int) (chunk, lo, hi int) {
 	perChunk := ceilDiv(p.chunk, p.stripe)
 	chunk = i / perChunk
@@ -146,13 +132,12 @@ func (p *plan) stripeRange(i int) (chunk, lo, hi int) {
 	return chunk, min(lo, hi), hi
 }
 
-// handoff reports whether the caller of a cooperative download returns
-// before its lanes have evicted and given back the staging: back to back
-// (the eviction) and staging alone (backToBack, coop.go).
+// handoff reports whether the caller of a cooperative download returns before its lanes have
+// evicted and given back the staging: back to back (the eviction) and staging alone (backToBack,
+// coop.go).
 func (p *plan) handoff() bool { return p.backToBack && p.streamOut }
 
-// chunkRange is the byte range [lo, hi) of the transfer that chunk i
-// covers.
+// chunkRange is the byte range [lo, hi) of the transfer that chunk i covers.
 func (p *plan) chunkRange(i int) (lo, hi int) {
 	lo = i * p.chunk
 	return lo, min(lo+p.chunk, p.n)
@@ -168,35 +153,31 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 func roundUp(a, m int) int { return ceilDiv(a, m) * m }
 
-// tuning holds the staging plan's internal constants. They are not
-// options: a user has no way to know better values than the measured
-// ones. The package's benchmarks build copiers with other values
-// (newCopier with a tuning, gpu.tunedCopier) to compare them with the
-// defaults in the same run.
+// tuning holds the staging plan's internal constants. They are not options: a user has no way to
+// know better values than the measured ones. The package's benchmarks build copiers with other
+// values (newCopier with a tuning, gpu.tunedCopier) to compare them with the defaults in the same
+// run.
 type tuning struct {
-	// coopChunk is the chunk size of a cooperative transfer: small, so
-	// that the first DMA starts early and the last one ends soon after the
-	// last CPU copy; several such chunks share one staging buffer.
+	// coopChunk is the chunk size of a cooperative transfer: small, so that the first DMA starts
+	// early and the last one ends soon after the last CPU copy; several such chunks share one
+	// staging buffer.
 	coopChunk int
-	// coopShare is the share of the window a cooperative transfer may
-	// hold, per direction, as a divisor: 1 is the whole window, 2 half of
-	// it. Zero turns the cooperative mode off. Host to device, the
-	// cooperative mode stayed faster than the chunked one up to the whole
-	// window; device to host, only up to half of it.
+	// coopShare is the share of the window a cooperative transfer may hold, per direction, as a
+	// divisor: 1 is the whole window, 2 half of it. Zero turns the cooperative mode off. Host to
+	// device, the cooperative mode stayed faster than the chunked one up to the whole window;
+	// device to host, only up to half of it.
 	coopShare [2]int
-	// minStripe is the smallest part of a cooperative chunk that one lane
-	// copies: below it, claiming the work costs more than sharing it saves.
+	// minStripe is the smallest part of a cooperative chunk that one lane copies: below it,
+	// claiming the work costs more than sharing it saves.
 	minStripe int
-	// minChunk is the smallest chunk of the chunked mode when a transfer is
-	// cut finer than ChunkSize to give every lane work.
+	// minChunk is the smallest chunk of the chunked mode when a transfer is cut finer than
+	// ChunkSize to give every lane work.
 	minChunk int
-	// coldShare divides the lanes of a cooperative host-to-device
-	// transfer that finds the standing lanes asleep (zero: all lanes).
-	// Its caller starts copying at once, and lanes that wake up late find
-	// most of the work done but still pay their wake-up: in a paced stream
-	// of frames, half the lanes moved a frame as fast for less CPU time
-	// (BenchmarkPacedFrames). Device to host, the lanes
-	// wake while the first chunk's DMA runs, and all of them copy out.
+	// coldShare divides the lanes of a cooperative host-to-device transfer that finds the standing
+	// lanes asleep (zero: all lanes). Its caller starts copying at once, and lanes that wake up
+	// late find most of the work done but still pay their wake-up: in a paced stream of frames,
+	// half the lanes moved a frame as fast for less CPU time (BenchmarkPacedFrames). Device to
+	// host, the lanes wake while the first chunk's DMA runs, and all of them copy out.
 	coldShare int
 }
 

@@ -11,13 +11,11 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// Registration is host memory page-locked by Copier.Register for a scope:
-// copies to and from any range inside it go directly as asynchronous
-// copies, with no staging, until Close. It suits large buffers that are
-// copied many times: registering costs about as much as copying the
-// memory a few times over, and unregistering synchronises with the device
-// (BenchmarkTransfer and pinpool bench measure both on the machine at
-// hand).
+// Registration is host memory page-locked by Copier.Register for a scope: copies to and from any
+// range inside it go directly as asynchronous copies, with no staging, until Close. It suits large
+// buffers that are copied many times: registering costs about as much as copying the memory a few
+// times over, and unregistering synchronises with the device (BenchmarkTransfer and pinpool bench
+// measure both on the machine at hand).
 type Registration struct {
 	c          *Copier
 	mem        []byte // keeps a Go slice alive (the Go heap does not move)
@@ -43,21 +41,17 @@ type registry struct {
 	list  []*Registration
 }
 
-// Register page-locks b, in parts of at most Options.RegisterChunk bytes
-// whose boundaries fall on pages (see cuda.RegisterInParts), so that copies
-// of b's bytes go directly to and from the device until the Registration is
-// closed. b must stay allocated until then (a Go slice is kept referenced by
-// the Registration; an mmap'd region must not be unmapped). If a part fails,
-// the parts already registered are unregistered, and the error names the
-// part. Errors wrap ErrRegister: for empty memory, memory the driver
-// refuses (not mapped, for instance), and, as ErrAlreadyRegistered, memory
-// that overlaps a registration of this copier or memory already page-locked
-// (a pool buffer).
+// Register page-locks b, in parts of at most Options.RegisterChunk bytes whose boundaries fall on
+// pages (see cuda.RegisterInParts), so that copies of b's bytes go directly to and from the device
+// until the Registration is closed. b must stay allocated until then (a Go slice is kept referenced
+// by the Registration; an mmap'd region must not be unmapped). If a part fails, the parts already
+// registered are unregistered, and the error names the part. Errors wrap ErrRegister: for empty
+// memory, memory the driver refuses (not mapped, for instance), and, as ErrAlreadyRegistered,
+// memory that overlaps a registration of this copier or memory already page-locked (a pool buffer).
 //
-// The driver refuses a copy that spans two registrations, so copies are
-// split at the boundaries of the parts and registrations they cover;
-// memory registered by other code is not known to the copier and must not
-// be copied across its registrations' boundaries.
+// The driver refuses a copy that spans two registrations, so copies are split at the boundaries of
+// the parts and registrations they cover; memory registered by other code is not known to the
+// copier and must not be copied across its registrations' boundaries.
 func (c *Copier) Register(b []byte) (*Registration, error) {
 	if err := c.begin(); err != nil {
 		return nil, err
@@ -103,9 +97,9 @@ func (r *Registration) Bytes() []byte { return r.mem }
 // Parts is the number of cuMemHostRegister calls the memory took.
 func (r *Registration) Parts() int { return len(r.parts) }
 
-// Close waits for copies that use the registration, then unregisters it;
-// the memory stays valid as ordinary memory. A second Close returns
-// ErrClosed. Copier.Close closes the registrations still open.
+// Close waits for copies that use the registration, then unregisters it; the memory stays valid as
+// ordinary memory. A second Close returns ErrClosed. Copier.Close closes the registrations still
+// open.
 func (r *Registration) Close() error {
 	if !r.c.regs.remove(r) {
 		return ErrClosed
@@ -142,9 +136,8 @@ func (l useList) done() {
 	}
 }
 
-// covering appends to dst the open registrations that overlap b, in
-// address order, each with a use taken, so that none is closed while the
-// transfer copies from or into it.
+// covering appends to dst the open registrations that overlap b, in address order, each with a use
+// taken, so that none is closed while the transfer copies from or into it.
 func (g *registry) covering(dst useList, b []byte) useList {
 	if len(b) == 0 {
 		return dst
@@ -167,8 +160,8 @@ func (g *registry) covering(dst useList, b []byte) useList {
 	return dst
 }
 
-// appendParts appends to segs a registered segment for each of r's parts
-// that overlaps b, as ranges relative to b, in address order.
+// appendParts appends to segs a registered segment for each of r's parts that overlaps b, as ranges
+// relative to b, in address order.
 func (r *Registration) appendParts(segs []segment, b []byte) []segment {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	e := p + uintptr(len(b))
@@ -238,10 +231,9 @@ func (g *registry) closeAll() error {
 	return errors.Join(errs...)
 }
 
-// MappedPointer returns the device address of a buffer from a pool whose
-// memory is mapped (for example pinpool.CUDABackend over
-// cudahost.New(cudahost.Options{Mapped: true})); kernels read and write the
-// buffer in place through it. Otherwise the error wraps ErrNotMapped.
+// MappedPointer returns the device address of a buffer from a pool whose memory is mapped (for
+// example pinpool.CUDABackend over cudahost.New(cudahost.Options{Mapped: true})); kernels read and
+// write the buffer in place through it. Otherwise the error wraps ErrNotMapped.
 func MappedPointer(buf pinpool.Buffer) (cuda.DevicePtr, error) {
 	p, err := buf.DevicePointer()
 	if err != nil {

@@ -2,6 +2,6 @@
 
 package transfer
 
-// cpuRelax does nothing where the package has no pause instruction: the
-// busy wait then only looks more often.
+// cpuRelax does nothing where the package has no pause instruction: the busy wait then only looks
+// more often.
 func cpuRelax() {}

@@ -4,21 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
 	"github.com/pinpool/pinpool"
 )
 
-// Step 3 of a transfer: run. staged runs one staged transfer by its plan,
-// cooperatively (coop.go) or chunked (below). In both modes the calling
-// goroutine is a lane, offers the transfer to plan.lanes-1 standing lanes,
-// and returns only when every copy it issued has completed, also after a
-// failure or cancellation, so that no DMA runs into memory that was given
-// back.
+// Step 3 of a transfer: run. staged runs one staged transfer by its plan, cooperatively (coop.go)
+// or chunked (below). In both modes the calling goroutine is a lane, offers the transfer to
+// plan.lanes-1 standing lanes, and returns only when every copy it issued has completed, also after
+// a failure or cancellation, so that no DMA runs into memory that was given back.
 
 // staged copies the pageable memory of o through staging buffers.
 func (c *Copier) staged(ctx context.Context, o op) error {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see copyIn
 	lanes := c.lanes[o.dir]
 	active := lanes.arrive()
 	defer lanes.leave()
@@ -28,16 +28,15 @@ func (c *Copier) staged(ctx context.Context, o op) error {
 		if ok, err := c.coop(ctx, o, p); ok {
 			return err
 		}
-		// The window or the pool could not give the transfer all its
-		// staging at once: run it chunked, which waits for staging as it
-		// goes.
+		// The window or the pool could not give the transfer all its staging at once: run it
+		// chunked, which waits for staging as it goes.
 		p = planStaging(len(o.host), o.dir, active, asleep, c.opt, tuning{minChunk: c.tune.minChunk})
 	}
 	return c.chunked(ctx, o, p)
 }
 
-// chunkedRun is the shared state of one chunked transfer: its chunks are
-// claimed by index, and the first error stops every lane.
+// chunkedRun is the shared state of one chunked transfer: its chunks are claimed by index, and the
+// first error stops every lane.
 type chunkedRun struct {
 	c   *Copier
 	ctx context.Context
@@ -48,18 +47,16 @@ type chunkedRun struct {
 	issued    atomic.Int64 // bytes whose copy was queued
 	completed atomic.Int64 // chunks completed
 
-	// Device to host, the copy-outs shared among the lanes (outShare):
-	// shares under shareMu (a leaf of the lock order), their number in
-	// nShares for the helpers to look at without the lock.
+	// Device to host, the copy-outs shared among the lanes (outShare): shares under shareMu (a leaf
+	// of the lock order), their number in nShares for the helpers to look at without the lock.
 	shareMu sync.Mutex
 	shares  []*outShare
 	nShares atomic.Int32
 	runState
 }
 
-// inFlight is one chunk whose copy is queued: the chunk's range of the
-// transfer, the staging buffer it is copied into or out of, and the event
-// recorded after its copy.
+// inFlight is one chunk whose copy is queued: the chunk's range of the transfer, the staging buffer
+// it is copied into or out of, and the event recorded after its copy.
 type inFlight struct {
 	ev  event
 	off int
@@ -67,13 +64,11 @@ type inFlight struct {
 	buf pinpool.Buffer
 }
 
-// chunked runs a chunked transfer. A lane owns each chunk it claims from
-// start to end, the same way in both directions: it takes a window slot
-// and a staging buffer, copies the chunk into the buffer (host to device),
-// issues the copy and its event, and goes on to its next chunk; once it
-// holds plan.depth chunks in flight it completes the oldest. So no lane
-// waits for another, and a lane's CPU copies overlap the DMA of its own
-// earlier chunks and of the other lanes'.
+// chunked runs a chunked transfer. A lane owns each chunk it claims from start to end, the same way
+// in both directions: it takes a window slot and a staging buffer, copies the chunk into the buffer
+// (host to device), issues the copy and its event, and goes on to its next chunk; once it holds
+// plan.depth chunks in flight it completes the oldest. So no lane waits for another, and a lane's
+// CPU copies overlap the DMA of its own earlier chunks and of the other lanes'.
 func (c *Copier) chunked(ctx context.Context, o op, p plan) error {
 	r := &chunkedRun{c: c, ctx: ctx, o: o, p: p}
 	lanes := c.lanes[o.dir]
@@ -87,8 +82,8 @@ func (c *Copier) chunked(ctx context.Context, o op, p plan) error {
 // join runs a lane of r on a standing lane.
 func (r *chunkedRun) join() { r.joinLane(r.lane) }
 
-// claim returns the offset and length of the next chunk, or ok false when
-// none is left or the transfer stopped (after recording ctx's error).
+// claim returns the offset and length of the next chunk, or ok false when none is left or the
+// transfer stopped (after recording ctx's error).
 func (r *chunkedRun) claim() (off, n int, ok bool) {
 	if r.stop.Load() {
 		return 0, 0, false
@@ -111,8 +106,8 @@ type laneQueue struct {
 	held []inFlight
 }
 
-// completeOldest completes the lane's oldest chunk in flight; it reports
-// false when the lane holds none.
+// completeOldest completes the lane's oldest chunk in flight; it reports false when the lane holds
+// none.
 func (q *laneQueue) completeOldest() bool {
 	if len(q.held) == 0 {
 		return false
@@ -123,8 +118,8 @@ func (q *laneQueue) completeOldest() bool {
 	return true
 }
 
-// lane claims, stages, issues and completes chunks until none is left or
-// the transfer stops, then completes the chunks it still has in flight.
+// lane claims, stages, issues and completes chunks until none is left or the transfer stops, then
+// completes the chunks it still has in flight.
 func (r *chunkedRun) lane() {
 	c, o := r.c, r.o
 	c.stats.lanes.Add(1)
@@ -150,13 +145,16 @@ func (r *chunkedRun) lane() {
 		}
 		b := buf.Bytes()[:m]
 		if o.dir == HostToDevice {
-			// Cached stores: a large transfer's chunks cycle through a
-			// window that stays in the last-level cache, where streaming
-			// stores would add two trips to memory per byte (and were
-			// slower also for the first and the last round of chunks,
-			// which the DMA reads right away; so was evicting the chunks
-			// after the copy: BenchmarkStagedSizes).
-			copyBytes(b, o.host[off:off+m], true)
+			// Cached stores: a large transfer's chunks cycle through a window that stays in the
+			// last-level cache, where streaming stores would add two trips to memory per byte (and
+			// were slower also for the first and the last round of chunks, which the DMA reads
+			// right away; so was evicting the chunks after the copy: BenchmarkStagedSizes).
+			if err := copyIn(b, o.host[off:off+m], false); err != nil {
+				r.fail(err) // before the slot is free for the other lanes
+				buf.Release()
+				c.wins[o.dir].release()
+				return
+			}
 		}
 		c.issuing[o.dir].lock()
 		ev, unsure, err := c.issue(c.stream(o.dir), o, PathStaged, off, b)
@@ -178,10 +176,9 @@ func (r *chunkedRun) lane() {
 	}
 }
 
-// stage takes a window slot and a staging buffer for the chunk at off. While
-// the lane holds chunks in flight it does not wait for either: it completes
-// its oldest chunk, which gives back a slot and a buffer, and tries again,
-// so that lanes never wait on each other's staging. On failure the
+// stage takes a window slot and a staging buffer for the chunk at off. While the lane holds chunks
+// in flight it does not wait for either: it completes its oldest chunk, which gives back a slot and
+// a buffer, and tries again, so that lanes never wait on each other's staging. On failure the
 // transfer is stopped and nothing new is held.
 func (r *chunkedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 	c, w := r.c, r.c.wins[r.o.dir]
@@ -212,9 +209,8 @@ func (r *chunkedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 	if err != nil {
 		// Stop the others before the slot is free for them.
 		if e := r.ctx.Err(); e != nil {
-			// Only the context's error is wrapped: a cancelled wait is not
-			// a budget failure (the pool's error, which wraps ErrBudget,
-			// is kept as text).
+			// Only the context's error is wrapped: a cancelled wait is not a budget failure (the
+			// pool's error, which wraps ErrBudget, is kept as text).
 			r.fail(cancelErr(r.o, int(r.issued.Load()), fmt.Errorf("%w (waiting for a staging buffer: %v)", e, err)))
 		} else {
 			r.fail(fmt.Errorf("%w: %d bytes for the %s chunk at offset %d: %w", ErrStaging, r.p.buffer, r.o.dir, off, err))
@@ -225,10 +221,9 @@ func (r *chunkedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 	return buf, true
 }
 
-// complete completes one chunk of a chunked transfer: it waits for the
-// chunk's copy, copies it out to the destination (device to host), and
-// gives back its staging buffer and window slot. A chunk whose copy failed
-// stops the transfer, and its buffer is retired.
+// complete completes one chunk of a chunked transfer: it waits for the chunk's copy, copies it out
+// to the destination (device to host), and gives back its staging buffer and window slot. A chunk
+// whose copy failed stops the transfer, and its buffer is retired.
 func (r *chunkedRun) complete(f inFlight) {
 	c, o := r.c, r.o
 	defer c.wins[o.dir].release()
@@ -241,13 +236,12 @@ func (r *chunkedRun) complete(f inFlight) {
 	}
 	c.events.put(f.ev)
 	if o.dir == DeviceToHost {
-		// The staging buffer stays cached: the next copy into it comes a
-		// window later. (Evicting it, as the cooperative mode does, made
-		// large copies slower.)
+		// The staging buffer stays cached: the next copy into it comes a window later. (Evicting
+		// it, as the cooperative mode does, made large copies slower.)
 		dst, src := o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n]
 		if r.p.lanes > 1 && r.next.Load() >= int64(r.p.chunks) {
-			// Every chunk is claimed: lanes are running out of work.
-			// (Before that, every lane has chunks of its own to copy.)
+			// Every chunk is claimed: lanes are running out of work. (Before that, every lane has
+			// chunks of its own to copy.)
 			r.shareCopyOut(dst, src)
 		} else {
 			copyOut(dst, src, r.p.streamOut)
@@ -257,16 +251,13 @@ func (r *chunkedRun) complete(f inFlight) {
 	r.completed.Add(1)
 }
 
-// Device to host, a chunked transfer ends with the copy-out of the chunks
-// that land last, while the lanes whose chunks landed earlier have nothing
-// left to do: one lane copying out a whole chunk alone would keep the
-// transfer waiting for it long after the last DMA. So once every chunk is
-// claimed, a lane whose chunk lands shares its copy-out (outShare) in
-// stripes, and the lanes that have finished their own chunks help with
-// them until the transfer's last chunk is copied out.
+// Device to host, a chunked transfer ends with the copy-out of the chunks that land last, while the
+// lanes whose chunks landed earlier have nothing left to do: one lane copying out a whole chunk
+// alone would keep the transfer waiting for it long after the last DMA. So once every chunk is
+// claimed, a lane whose chunk lands shares its copy-out (outShare) in stripes, and the lanes that
+// have finished their own chunks help with them until the transfer's last chunk is copied out.
 
-// outShare is the copy-out of one landed chunk, in stripes that any lane
-// may claim.
+// outShare is the copy-out of one landed chunk, in stripes that any lane may claim.
 type outShare struct {
 	dst, src []byte
 	stripe   int
@@ -276,8 +267,7 @@ type outShare struct {
 	stream   bool         // copyOut's streaming stores
 }
 
-// work copies stripes of s until none is left to claim, and returns how
-// many it copied.
+// work copies stripes of s until none is left to claim, and returns how many it copied.
 func (s *outShare) work() (copied uint64) {
 	for {
 		i := s.next.Add(1) - 1
@@ -292,13 +282,11 @@ func (s *outShare) work() (copied uint64) {
 	}
 }
 
-// shareCopyOut copies src out to dst with the help of the lanes that have
-// finished, and returns once every byte is copied: the caller then owns
-// src again.
+// shareCopyOut copies src out to dst with the help of the lanes that have finished, and returns
+// once every byte is copied: the caller then owns src again.
 func (r *chunkedRun) shareCopyOut(dst, src []byte) {
-	// The smallest stripe worth claiming: the lanes that help come and go,
-	// and finer stripes share the work more evenly than one per lane
-	// (BenchmarkStagedSizes, downloads).
+	// The smallest stripe worth claiming: the lanes that help come and go, and finer stripes share
+	// the work more evenly than one per lane (BenchmarkStagedSizes, downloads).
 	stripe := roundUp(max(r.c.tune.minStripe, 1), 4096)
 	s := &outShare{dst: dst, src: src, stripe: stripe, stripes: int64(ceilDiv(len(src), stripe)), stream: r.p.streamOut}
 	r.shareMu.Lock()
@@ -322,9 +310,9 @@ func (r *chunkedRun) shareCopyOut(dst, src []byte) {
 	r.shareMu.Unlock()
 }
 
-// testHookShare, when set (by a test, before the copier starts), runs in
-// a lane that has published a shared copy-out, before it copies any of it:
-// a test holds the lane there until a helper has claimed a stripe.
+// testHookShare, when set (by a test, before the copier starts), runs in a lane that has published
+// a shared copy-out, before it copies any of it: a test holds the lane there until a helper has
+// claimed a stripe.
 var testHookShare func(s *outShare)
 
 // openShare returns a shared copy-out with stripes left to claim, or nil.
@@ -342,10 +330,9 @@ func (r *chunkedRun) openShare() *outShare {
 	return nil
 }
 
-// help copies out stripes of the other lanes' landed chunks until every
-// chunk of the transfer is copied out or the transfer stops. A lane calls
-// it once it has nothing of its own left, so it spins only while the last
-// chunks, all claimed, land (BenchmarkStagedTrace).
+// help copies out stripes of the other lanes' landed chunks until every chunk of the transfer is
+// copied out or the transfer stops. A lane calls it once it has nothing of its own left, so it
+// spins only while the last chunks, all claimed, land (BenchmarkStagedTrace).
 func (r *chunkedRun) help() {
 	for {
 		var s *outShare

@@ -6,10 +6,9 @@ import (
 	"time"
 )
 
-// Stats is a snapshot of a copier's counters. Times are wall-clock times of
-// whole transfers, from the call to the last byte in place; transfers that
-// run at once overlap, so Bytes/Time of a path is the average speed of one
-// transfer, not the copier's aggregate throughput.
+// Stats is a snapshot of a copier's counters. Times are wall-clock times of whole transfers, from
+// the call to the last byte in place; transfers that run at once overlap, so Bytes/Time of a path
+// is the average speed of one transfer, not the copier's aggregate throughput.
 type Stats struct {
 	ToDevice   DirectionStats // host-to-device copies
 	FromDevice DirectionStats // device-to-host copies
@@ -17,10 +16,9 @@ type Stats struct {
 	Chunks          uint64        // staging chunks issued
 	StagingWaits    uint64        // chunks that waited for a window slot
 	StagingWaitTime time.Duration // total time spent waiting for one
-	// StagingBytes is the staging memory held now, both directions (whole
-	// chunks). A download that follows another closely may return before
-	// its goroutines give its staging back, which they do microseconds
-	// later.
+	// StagingBytes is the staging memory held now, both directions (whole chunks). A download that
+	// follows another closely may return before its goroutines give its staging back, which they do
+	// microseconds later.
 	StagingBytes int64
 	PeakStaging  int64 // the most staging memory held at once, both directions
 	WindowBytes  int64 // one direction's bound: slots * ChunkSize (both ways at once: twice this)
@@ -31,9 +29,8 @@ type Stats struct {
 	Last LastTransfer // the last transfer that finished without error
 }
 
-// DirectionStats counts one direction's transfers by path. Stream counts
-// the stream and file transfers, each call as one transfer of its bytes,
-// timed from the call to its return.
+// DirectionStats counts one direction's transfers by path. Stream counts the stream and file
+// transfers, each call as one transfer of its bytes, timed from the call to its return.
 type DirectionStats struct {
 	Direct, Staged, Pinned, Registered, Stream PathStats
 }
@@ -49,16 +46,14 @@ func (d DirectionStats) Total() PathStats {
 	return t
 }
 
-// PathStats counts the transfers of one direction and path that finished
-// without error.
+// PathStats counts the transfers of one direction and path that finished without error.
 type PathStats struct {
 	Transfers uint64
 	Bytes     int64
 	Time      time.Duration
 }
 
-// GBps is the cumulative bandwidth, Bytes/Time in 10^9 bytes per second (0
-// before any transfer).
+// GBps is the cumulative bandwidth, Bytes/Time in 10^9 bytes per second (0 before any transfer).
 func (p PathStats) GBps() float64 { return gbps(p.Bytes, p.Time) }
 
 // LastTransfer describes one finished transfer.
@@ -115,8 +110,8 @@ func (c *counters) dir(d Direction) DirectionStats {
 	return DirectionStats{Direct: get(PathDirect), Staged: get(PathStaged), Pinned: get(PathPinned), Registered: get(PathRegistered), Stream: get(PathStream)}
 }
 
-// Stats returns a snapshot of the copier's counters. It is cheap and safe
-// to call at any time, also after Close.
+// Stats returns a snapshot of the copier's counters. It is cheap and safe to call at any time, also
+// after Close.
 func (c *Copier) Stats() Stats {
 	st := Stats{
 		ToDevice:        c.stats.dir(HostToDevice),

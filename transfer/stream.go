@@ -5,115 +5,55 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
-	"sync/atomic"
 
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// ToDeviceFrom copies n bytes read from r to the device at dst, and
-// returns how many bytes arrived there: all n when the error is nil. The
-// calling goroutine reads r in order, each piece of at most ChunkSize
-// bytes straight into a pinned staging buffer, while other goroutines copy
-// the pieces read before to the device; the pinned memory held stays
-// within the copier's window whatever n is, and none is held after it
-// returns.
+// ToDeviceFrom copies n bytes read from r to the device at dst, and returns how many bytes arrived
+// there: all n when the error is nil. The calling goroutine reads r in order, each piece of at most
+// ChunkSize bytes straight into a pinned staging buffer, while the pieces read before are copied
+// to the device; the pinned memory held stays within the copier's window whatever n is,
+// and none is held after it returns.
 //
-// A reader that ends before n bytes ends the transfer with an error
-// wrapping io.ErrUnexpectedEOF (what it gave is copied); a reader's error,
-// ctx ending (no further piece is read; those in flight complete) or Close
-// end it with an error wrapping theirs. A reader that breaks io.Reader's
-// contract (a count below 0 or above the buffer it was given, or many
-// empty reads in a row) ends it with an error wrapping ErrContract: the
-// bytes of the read it miscounted are not copied. A panic in r ends it
-// with ErrCallbackPanic. n must fit the device allocation at dst
-// (ErrInvalidRange, before anything is read). A nil ctx never ends; ctx is
-// checked between reads, but a Read that never returns is waited for,
-// since the staging buffer it was given is its until it does. For a file,
-// ToDeviceFromFile reads in parallel and is faster.
+// A reader that ends before n bytes ends the transfer with an error wrapping io.ErrUnexpectedEOF
+// (what it gave is copied); a reader's error, ctx ending (no further piece is read; those in flight
+// complete) or Close end it with an error wrapping theirs. A reader that breaks io.Reader's
+// contract (a count below 0 or above the buffer it was given, or many empty reads in a row) ends it
+// with an error wrapping ErrContract: the bytes of the read it miscounted are not copied. A panic
+// in r ends it with ErrCallbackPanic. n must fit the device allocation at dst (ErrInvalidRange,
+// before anything is read). A nil ctx never ends; ctx is checked between reads, but a Read that
+// never returns is waited for, since the staging buffer it was given is its until it does. For a
+// file, ToDeviceFromFile reads in parallel and is faster.
 func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Reader, n int64) (int64, error) {
 	run, err := c.startStream(ctx, HostToDevice, "ToDeviceFrom", "reader", r == nil, dst, 0, n)
 	if err != nil || run == nil {
 		return 0, err
 	}
 	ctx, ps, p := run.ctx, run.ps, run.p
-	type job struct {
-		i    int
-		s    staging
-		data []byte
-		last bool // the reader failed in this piece: its bytes end the count
-	}
-	// What was read is copied even after the reader failed; a failed copy
-	// or ctx ending stops the copies still queued.
-	var copyFailed atomic.Bool
-	jobs := make(chan job, c.opt.Slots())
-	var wg sync.WaitGroup
-	for range max(1, min(4, c.streamLanes(ps.count)-1)) {
-		wg.Go(func() {
-			for j := range jobs {
-				var err error
-				copied := false
-				if !copyFailed.Load() {
-					err = c.copyPiece(ctx, HostToDevice, dst+cuda.DevicePtr(ps.at(j.i).pos), j.data)
-					copied = err == nil
-				}
-				j.s.done()
-				switch {
-				case err != nil:
-					copyFailed.Store(true)
-					p.fail(err)
-				case copied && j.last:
-					p.partial(j.i, len(j.data))
-				case copied:
-					p.complete(j.i, len(j.data))
-				}
-			}
-		})
-	}
-	for i := range ps.count {
-		if p.stop.Load() {
-			break
-		}
-		pc := ps.at(i)
-		s, err := c.stage(ctx, HostToDevice)
-		if err != nil {
-			p.fail(err)
-			break
-		}
-		b := s.buf.Bytes()[:pc.n:pc.n]
+	c.runPieces(ctx, HostToDevice, dst, ps, 0, ps.count, 1, p, func(pc piece, buf []byte) ([]byte, error) {
+		b := buf[:pc.n:pc.n]
 		k, err := readChecked(ctx, r, b)
-		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				err = fmt.Errorf("the reader ended after %d bytes: %w", pc.pos+int64(k), io.ErrUnexpectedEOF)
-			} else {
-				err = fmt.Errorf("reading after %d bytes: %w", pc.pos+int64(k), err)
-			}
-			if k > 0 { // what it gave goes to the device before the error is told
-				jobs <- job{i, s, b[:k], true}
-			} else {
-				s.done()
-			}
-			p.fail(err)
-			break
+		switch {
+		case err == nil:
+			return b, nil
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			err = fmt.Errorf("the reader ended after %d bytes: %w", pc.pos+int64(k), io.ErrUnexpectedEOF)
+		default:
+			err = fmt.Errorf("reading after %d bytes: %w", pc.pos+int64(k), err)
 		}
-		jobs <- job{i, s, b, false}
-	}
-	close(jobs)
-	wg.Wait()
+		return b[:k], err
+	}, nil)
 	return run.finish(p.result("reader to device", n))
 }
 
-// emptyReads is how many reads in a row may return no byte and no error
-// before a transfer gives up with io.ErrNoProgress: as many as the
-// standard library's bufio allows.
+// emptyReads is how many reads in a row may return no byte and no error before a transfer gives up
+// with io.ErrNoProgress: as many as the standard library's bufio allows.
 const emptyReads = 100
 
-// readChecked fills b from r, as io.ReadFull, and returns how many bytes
-// of b hold what r gave. It trusts no count: one below 0 or above what
-// was asked ends it with ErrContract, without the bytes of that read; a
-// run of empty reads ends it with ErrContract and io.ErrNoProgress; ctx
-// ending between reads ends it with ctx's error; a panic in r with
-// ErrCallbackPanic.
+// readChecked fills b from r, as io.ReadFull, and returns how many bytes of b hold what r gave. It
+// trusts no count: one below 0 or above what was asked ends it with ErrContract, without the bytes
+// of that read; a run of empty reads ends it with ErrContract and io.ErrNoProgress; ctx ending
+// between reads ends it with ctx's error; a panic in r with ErrCallbackPanic.
 func readChecked(ctx context.Context, r io.Reader, b []byte) (int, error) {
 	k, empty := 0, 0
 	for k < len(b) {
@@ -142,17 +82,15 @@ func readChecked(ctx context.Context, r io.Reader, b []byte) (int, error) {
 	return k, nil
 }
 
-// writeChecked writes b to w with one Write and returns how many bytes w
-// took: a count below 0 or above len(b) is ErrContract (and counts as
-// none), a short write with no error wraps io.ErrShortWrite and
-// ErrContract, a panic is ErrCallbackPanic.
+// writeChecked writes b to w with one Write and returns how many bytes w took: a count below 0 or
+// above len(b) is ErrContract (and counts as none), a short write with no error wraps
+// io.ErrShortWrite and ErrContract, a panic is ErrCallbackPanic.
 func writeChecked(w io.Writer, b []byte) (int, error) {
 	m, err := caught("Write", func() (int, error) { return w.Write(b) })
 	return checkWrite("Write", m, len(b), err)
 }
 
-// checkWrite checks the count m of a Write or WriteAt (what) of n bytes
-// that returned err.
+// checkWrite checks the count m of a Write or WriteAt (what) of n bytes that returned err.
 func checkWrite(what string, m, n int, err error) (int, error) {
 	switch {
 	case m < 0 || m > n:
@@ -165,70 +103,33 @@ func checkWrite(what string, m, n int, err error) (int, error) {
 	return m, nil
 }
 
-// FromDeviceTo copies n bytes from the device at src to w, in order, and
-// returns how many bytes w took: all n when the error is nil, and exactly
-// what the writer accepted otherwise. Other goroutines copy pieces of at
-// most ChunkSize bytes from the device into pinned staging buffers ahead
-// of the calling goroutine, which writes them to w; the pinned memory held
-// stays within the copier's window, and none is held after it returns. A
-// write error, ctx ending or Close end the transfer with an error wrapping
-// theirs; a writer that breaks io.Writer's contract (a short write with no
-// error, a count below 0 or above what it was given) with ErrContract; a
-// panic in w with ErrCallbackPanic. n must fit the device allocation at
-// src (ErrInvalidRange). A nil ctx never ends; a Write that never returns
-// is waited for, as in ToDeviceFrom.
+// FromDeviceTo copies n bytes from the device at src to w, in order, and returns how many bytes w
+// took: all n when the error is nil, and exactly what the writer accepted otherwise. Pieces of at
+// most ChunkSize bytes are copied from the device into pinned staging buffers ahead of the calling
+// goroutine, which writes them to w; the pinned memory held stays within the
+// copier's window, and none is held after it returns. A write error, ctx ending or Close end the
+// transfer with an error wrapping theirs; a writer that breaks io.Writer's contract (a short write
+// with no error, a count below 0 or above what it was given) with ErrContract; a panic in w with
+// ErrCallbackPanic. n must fit the device allocation at src (ErrInvalidRange). A nil ctx never
+// ends; a Write that never returns is waited for, as in ToDeviceFrom.
 func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DevicePtr, n int64) (int64, error) {
 	run, err := c.startStream(ctx, DeviceToHost, "FromDeviceTo", "writer", w == nil, src, 0, n)
 	if err != nil || run == nil {
 		return 0, err
 	}
 	ctx, ps, p := run.ctx, run.ps, run.p
-	type job struct {
-		s    staging
-		copy chan error
-	}
-	queue := make(chan job, c.opt.Slots())
-	var copies sync.WaitGroup
-	go func() { // copies ahead of the writer, as far as the window lets it
-		defer close(queue)
-		for i := range ps.count {
-			if p.stop.Load() {
-				return
-			}
-			pc := ps.at(i)
-			s, err := c.stage(ctx, DeviceToHost)
-			if err != nil {
-				p.fail(err)
-				return
-			}
-			j := job{s, make(chan error, 1)}
-			copies.Go(func() {
-				j.copy <- c.copyPiece(ctx, DeviceToHost, src+cuda.DevicePtr(pc.pos), s.buf.Bytes()[:pc.n])
-			})
-			queue <- j
-		}
-	}()
-	// The writer is called on this goroutine only, so the count of what
-	// it took is exact, whatever ends the transfer meanwhile.
+	// The writer is called on one goroutine, in order, as each piece lands, so the count of what it
+	// took is exact, whatever ends the transfer meanwhile.
 	var written int64
-	i := 0
-	for j := range queue {
-		err := <-j.copy
-		if err == nil && !p.stop.Load() {
-			pc := ps.at(i)
-			var k int
-			k, err = writeChecked(w, j.s.buf.Bytes()[:pc.n])
-			written += int64(k)
-			if err != nil {
-				err = fmt.Errorf("writing after %d bytes: %w", written, err)
-			}
-		}
-		j.s.done()
+	c.runPieces(ctx, DeviceToHost, src, ps, 0, ps.count, 1, p, func(pc piece, buf []byte) ([]byte, error) {
+		return buf[:pc.n:pc.n], nil
+	}, func(pc piece, b []byte) (int, error) {
+		k, err := writeChecked(w, b)
+		written += int64(k)
 		if err != nil {
-			p.fail(err)
+			return k, fmt.Errorf("writing after %d bytes: %w", written, err)
 		}
-		i++
-	}
-	copies.Wait()
+		return k, nil
+	})
 	return run.finish(p.resultOf(written, "device to writer", n))
 }

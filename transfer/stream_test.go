@@ -465,3 +465,16 @@ func (c *cancelAfter) Read(b []byte) (int, error) {
 	}
 	return k, err
 }
+
+// splitPieces lists the pieces of [off, off+n) (tests).
+func splitPieces(off, n int64, chunk int) []piece {
+	if n <= 0 {
+		return nil
+	}
+	p := newPieces(off, n, chunk)
+	ps := make([]piece, p.count)
+	for i := range ps {
+		ps[i] = p.at(i)
+	}
+	return ps
+}
