@@ -23,10 +23,10 @@ import (
 // wrapping ErrFileChanged and io.ErrUnexpectedEOF instead of a SIGBUS that
 // ends the process; the count is what arrived, and the pool holds nothing.
 func TestFileTruncatedDuringLoad(t *testing.T) {
-	defer func() { sourceWays.direct, sourceWays.firstWay = true, probeCachestat }()
+	defer func() { sourceWays.direct, sourceWays.firstWay, sourceWays.mapped = true, probeCachestat, false }()
 	// Every piece from the mapping: no O_DIRECT, and no probe, which would
 	// send the pieces past the new end to ReadAt.
-	sourceWays.direct, sourceWays.firstWay = false, probeNone
+	sourceWays.direct, sourceWays.firstWay, sourceWays.mapped = false, probeNone, true
 	e := newEnv(t, streamOpts)
 	const n = 2 << 20
 	data := randomBytes(n, 13)
@@ -151,7 +151,7 @@ func TestFileMixed(t *testing.T) {
 // TestFileWays moves a cached file to the fake device every way the
 // benchmarks compare, byte-exact.
 func TestFileWays(t *testing.T) {
-	defer func() { sourceWays.mapped = true }()
+	defer func() { sourceWays.mapped = false }()
 	e := newEnv(t, streamOpts)
 	const n = 1<<20 + 333
 	data := randomBytes(n+7, 17)

@@ -17,12 +17,12 @@ import (
 // instead (os.Getpagesize), which is larger on some arm64 systems.
 const directAlign = 4096
 
-// source reads the pieces of a file. For an *os.File open for reading it maps the range read-only
-// through the caller's descriptor and asks the kernel which pieces are in the page cache
-// (cachestat, Linux 6.5; mincore of the mapping before that). A run of cached pieces is staged from
-// the mapping by the engine, as ToDevice of the mapping is: a pread into pinned memory was slower
-// (BenchmarkFileToDevice: warm/ratio compares the file with its mapping through ToDevice,
-// warm/pread the pread). A piece that is not cached is read with O_DIRECT from a second, read-only
+// source reads the pieces of a file. For an *os.File open for reading it asks the kernel which
+// pieces are in the page cache (cachestat, Linux 6.5; mincore of a read-only mapping of the range
+// before that). Cached pieces are read with pread straight into pinned pieces, each lane keeping
+// its pieces' copies in flight; staging them from the mapping by the engine (sourceWays.mapped)
+// was slower (BenchmarkFileToDevice: warm/ratio compares the file with its mapping through
+// ToDevice, warm/mapped the engine on the file's mapping). A piece that is not cached is read with O_DIRECT from a second, read-only
 // descriptor of the file straight into the pinned buffer, skipping the page cache's copy and its
 // readahead, at most directLanes reads at once (BenchmarkFileCold compares the counts and the
 // buffered read). A buffered read with RWF_NOWAIT as the probe halved the cold rate (it starts
@@ -58,14 +58,15 @@ const (
 )
 
 // sourceWays switches the ways of reading a file on and off, for benchmarks and tests that compare
-// them: O_DIRECT, the probe to start with, the mapping (off: cached pieces are read with pread),
+// them: O_DIRECT, the probe to start with, the mapping (off, the default: cached pieces are read
+// with pread),
 // and how many O_DIRECT reads one transfer runs at once.
 var sourceWays = struct {
 	direct      bool
 	firstWay    int32
 	mapped      bool
 	directLanes int
-}{true, probeCachestat, true, 4}
+}{true, probeCachestat, false, 4}
 
 // fileOf returns the *os.File behind r, if any, and its descriptor's access mode (unix.O_RDONLY,
 // O_WRONLY or O_RDWR). It asks through SyscallConn, which leaves the file as it was (Fd would put a
