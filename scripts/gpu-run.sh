@@ -28,6 +28,12 @@
 #                    file tests and benchmarks (FILES_DIR, default
 #                    /var/tmp/pinpool-files; removed at the end)
 #   TOOL=0           skip the tool's runs
+#   ARENA="32 96"    GiB sizes of the large-arena runs (`pinpool arena`: the
+#                    pool's defaults as 2 MiB blocks, 1 GiB blocks and one
+#                    buffer, without huge pages, the HostAlloc backend at
+#                    4 GiB, one cuMemHostAlloc; PyTorch's two ways beside
+#                    them), with a neighbour process copying 64 KiB every
+#                    200 us and calling cuMemGetInfo (default 32; 0: none)
 #   UNPRIV=0         skip the tool's run as user nobody under an 8 MiB
 #                    RLIMIT_MEMLOCK (needs root, prlimit and setpriv)
 set -uo pipefail
@@ -198,6 +204,60 @@ if [ "${TOOL:-1}" != 0 ] && [ -x "$bin/pinpool" ]; then
 			--clear-groups "$nb/pinpool" bench --sizes 4KiB,1MiB,64MiB --repeats 2 --copy-sizes 1MiB --pool-time 50ms --progress never
 		rm -rf "$nb"
 	fi
+fi
+
+# Large arenas, each way in a process of its own, with the neighbour process of
+# scripts/ref/torch_pin.py measuring every round (each Go way also times a
+# neighbour goroutine); the table is printed and kept as arena.txt.
+if [ "${ARENA:-32}" != 0 ] && [ -x "$bin/pinpool" ]; then
+	aj=$out/arena.jsonl nbj=$out/arena-neighbour.json
+	: >"$aj"
+	arena() { timeout 600 "$@" >>"$aj" 2>>"$out/arena.err" || fail "arena $*: FAILED (arena.err)"; }
+	havetorch=0
+	python3 -c 'import torch' 2>/dev/null && havetorch=1
+	if [ $havetorch = 1 ]; then
+		python3 scripts/ref/torch_pin.py neighbour "$nbj" >"$out/arena-neighbour.out" 2>>"$out/arena.err" &
+		nbpid=$!
+		for _ in $(seq 1 60); do grep -q ready "$out/arena-neighbour.out" 2>/dev/null && break; sleep 0.5; done
+	fi
+	# The first large allocation on a fresh machine runs slower: one round first.
+	timeout 120 "$bin/pinpool" arena --json --progress never --sizes 8GiB --ways pool >/dev/null 2>>"$out/arena.err"
+	first=1
+	for g in ${ARENA:-32}; do
+		arena "$bin/pinpool" arena --json --progress never --sizes "${g}GiB" \
+			--ways pool:blocks=2MiB,pool:blocks=1GiB,pool,pool+register+small:blocks=2MiB,pool+register+small
+		[ $havetorch = 1 ] && arena python3 scripts/ref/torch_pin.py pin "$g" register
+		if [ $first = 1 ]; then
+			arena "$bin/pinpool" arena --json --progress never --sizes 4GiB --ways pool+hostalloc:blocks=2MiB
+			[ $havetorch = 1 ] && arena python3 scripts/ref/torch_pin.py pin "$g"
+			arena "$bin/pinpool" arena --json --progress never --sizes "${g}GiB" --ways hostalloc-raw
+		fi
+		first=0
+	done
+	if [ $havetorch = 1 ]; then
+		kill -TERM $nbpid 2>/dev/null
+		wait $nbpid 2>/dev/null
+		python3 scripts/ref/torch_pin.py split "$nbj" "$aj" >"$out/arena-nb.jsonl" 2>>"$out/arena.err"
+	fi
+	python3 - "$aj" "$out/arena-nb.jsonl" <<'PY' | tee "$out/arena.txt"
+import json, os, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+ext = {}
+if os.path.exists(sys.argv[2]):
+    for l in open(sys.argv[2]):
+        if l.startswith("{"):
+            r = json.loads(l); ext[(r["way"], r["bytes"])] = r
+def ms(ns): return "-" if ns is None else "%.2f" % (ns / 1e6)
+def lat(l): return "-" if not l else "%s/%s/%s" % (ms(l.get("p50_ns")), ms(l.get("p99_ns")), ms(l.get("max_ns")))
+print("%-36s %4s %6s %6s %-22s %-22s %-9s %s" % ("way", "GiB", "GB/s", "close", "goroutine nb, grow", "goroutine nb, close", "process", "error"))
+print("%-36s %4s %6s %6s %-22s %-22s %-9s" % ("", "", "", "s", "p50/p99/max ms", "p50/p99/max ms", "meminfo ms"))
+for r in rows:
+    e = ext.get((r["way"], r["bytes"]), {})
+    mi = e.get("grow_meminfo") or {}
+    print("%-36s %4.0f %6.1f %6.2f %-22s %-22s %-9s %s" % (r["way"][:36], r["bytes"] / 2**30, r.get("gb_per_s", 0), r.get("close_ns", 0) / 1e9,
+          lat(r.get("neighbour")), lat(r.get("neighbour_close")), ms(mi.get("max_ns")), (r.get("error") or "")[:50]))
+PY
+	note "arena $(grep -c . "$aj") ways measured (arena.txt)"
 fi
 
 if [ "$BENCH" != 0 ]; then

@@ -18,7 +18,7 @@ users of the GPU wait.
                                     reservation and free window.
 
 The neighbour runs in its own process, so that the Go and the Python rounds
-are measured by the same neighbour. Run by the arena GPU script.
+are measured by the same neighbour. Run by scripts/gpu-run.sh (ARENA=).
 """
 import json
 import signal
