@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 )
 
 // Step 5 of a transfer: complete. A copy is complete when the event issued after it has completed:
@@ -67,6 +68,9 @@ func copyBytes(dst, src []byte, cached bool) {
 type sourceFault struct{ addr uintptr }
 
 func (e *sourceFault) Error() string {
+	if e.addr == 0 {
+		return fmt.Sprintf("transfer: the source memory is gone: %v", ErrFileChanged)
+	}
 	return fmt.Sprintf("transfer: the source memory at %#x is gone: %v", e.addr, ErrFileChanged)
 }
 
@@ -80,11 +84,21 @@ func (e *sourceFault) Unwrap() error { return ErrFileChanged }
 func copyIn(dst, src []byte, stream bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			f, ok := r.(interface{ Addr() uintptr })
-			if _, rt := r.(runtime.Error); !ok || !rt {
+			re, rt := r.(runtime.Error)
+			if !rt {
 				panic(r)
 			}
-			err = &sourceFault{f.Addr()}
+			if f, ok := r.(interface{ Addr() uintptr }); ok {
+				err = &sourceFault{f.Addr()}
+				return
+			}
+			// An emulator (qemu-user) reports the fault without its address, as a nil
+			// dereference; only src can fault here, dst being staging the copier holds.
+			if strings.Contains(re.Error(), "invalid memory address") {
+				err = &sourceFault{}
+				return
+			}
+			panic(r)
 		}
 	}()
 	if stream {

@@ -212,6 +212,9 @@ func (s *source) fileFault(err error) error {
 	if !errors.As(err, &f) || s.mapped == nil {
 		return err
 	}
+	if f.addr == 0 { // a fault reported without its address (qemu-user): somewhere in the file
+		return fmt.Errorf("%w: a page of the file is gone: %w", ErrFileChanged, io.ErrUnexpectedEOF)
+	}
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(s.mapped)))
 	if f.addr < base || f.addr-base >= uintptr(len(s.mapped)) {
 		return err
