@@ -269,8 +269,9 @@ func TestFailedReserveGivesBack(t *testing.T) {
 }
 
 // TestCloseRacesReserveHost races Close with Reserves on locked host
-// memory: each Reserve either succeeds or returns ErrClosed, and once both
-// are done the backend holds nothing.
+// memory: each Reserve either succeeds or returns ErrClosed (or, under a
+// small RLIMIT_MEMLOCK that other tests share, the lock limit's error), and
+// once both are done the backend holds nothing.
 func TestCloseRacesReserveHost(t *testing.T) {
 	for i := range 20 {
 		f := &fakeBackend{live: map[uintptr]int{}, inner: NewHostBackend(hostmem.Options{})}
@@ -289,7 +290,7 @@ func TestCloseRacesReserveHost(t *testing.T) {
 		p.Close()
 		wg.Wait()
 		for _, err := range errs {
-			if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrBudget) {
+			if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrBudget) && !errors.Is(err, hostmem.ErrLockLimit) {
 				t.Fatalf("Reserve racing Close: %v", err)
 			}
 		}
