@@ -14,6 +14,7 @@ func TestArenaHost(t *testing.T) {
 	if cuda.Load() == nil {
 		t.Skip("a GPU is present: the host ways are not the default here")
 	}
+	needLockable(t, 4<<20)
 	out, errOut, code := runCLI(t, "arena", "--sizes", "4MiB", "--ways", "host,pool+host:blocks=2MiB,pool+host", "--json", "--progress", "never")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)

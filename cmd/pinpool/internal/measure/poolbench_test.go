@@ -52,6 +52,7 @@ func (a *countedAllocation) Free() error {
 // allocation to the whole allowance and the seed pool's warm-up failed in
 // mlock: bench skipped the pool benchmark under any limit below 8 MiB.
 func TestPoolPairsFitTheLockLimit(t *testing.T) {
+	needLockable(t, 512<<10) // the largest allowance below must be lockable for real
 	for _, allowance := range []int64{0, 64 << 10, 512 << 10} {
 		b := &lockedBackend{Backend: pinpool.NewHostBackend(hostmem.Options{}), allowance: allowance}
 		p := Plan{PoolSize: 4 << 10, PoolGoroutines: []int{1, 2}}
