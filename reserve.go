@@ -3,6 +3,7 @@ package pinpool
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // reserveAllocBytes bounds one allocation of a Reserve of many buffers:
@@ -34,7 +35,10 @@ func (p *Pool) Reserve(n, count int) error {
 // which the CUDA backends pin in bounded pieces), and the buffers of each
 // are usable by Gets at once. progress, if not nil, is called after each
 // step with the bytes this call has made so far and the bytes it will
-// make in all, from the calling goroutine, rising. When ctx is done, or
+// make in all, rising, never twice at once (a backend that pins in
+// parallel may call it from its own goroutines). A panic in progress is
+// raised again from ReserveContext, once the Reserve has dropped its
+// claim and freed what it grew, as a failed Reserve does. When ctx is done, or
 // the pool is closed, it stops within one step (an error wrapping ctx's
 // error, or ErrClosed) and, like a failed Reserve, keeps no claim and
 // frees what it grew that is still idle.
@@ -63,6 +67,12 @@ func (p *Pool) ReserveContext(ctx context.Context, n, count int, progress func(m
 	total := int64((need+c.perChunk-1)/c.perChunk*c.perChunk) * c.size // whole slabs
 	var made int64
 	var grown []*chunk
+	fail := func() {
+		done(false)
+		p.giveBack(c, grown)
+		p.core.budget.broadcast()
+	}
+	cb := reserveProgress{f: progress}
 	for idle := c.idleCount(); idle < count; idle = c.idleCount() {
 		err := ctx.Err()
 		if err != nil {
@@ -72,29 +82,67 @@ func (p *Pool) ReserveContext(ctx context.Context, n, count int, progress func(m
 		}
 		var ch *chunk
 		if err == nil {
-			ch, err = p.growReserve(ctx, c, count-idle, func(b int64) {
-				if progress != nil {
-					progress(min(made+b, total), total)
-				}
-			})
+			ch, err = p.growReserve(ctx, c, count-idle, func(b int64) { cb.report(min(made+b, total), total) })
+		}
+		if err == nil {
+			grown = append(grown, ch)
+			made += ch.bytes
+			if made < total {
+				cb.report(made, total)
+			}
+		}
+		if r, ok := cb.panicked(); ok {
+			fail()
+			panic(r)
 		}
 		if err != nil {
-			done(false)
-			p.giveBack(c, grown)
-			p.core.budget.broadcast()
+			fail()
 			return err
-		}
-		grown = append(grown, ch)
-		made += ch.bytes
-		if progress != nil && made < total {
-			progress(made, total)
 		}
 	}
 	done(true)
-	if progress != nil && total > 0 {
-		progress(total, total) // also when other growths made part of it
+	if total > 0 {
+		cb.report(total, total) // also when other growths made part of it
+	}
+	if r, ok := cb.panicked(); ok {
+		panic(r)
 	}
 	return nil
+}
+
+// reserveProgress calls a Reserve's progress callback one call at a time,
+// from whichever goroutine reports (the backend's own, when it pins in
+// parallel), and keeps the callback's panic instead of letting it end that
+// goroutine or pass for the backend's: ReserveContext raises it again from
+// the caller's goroutine once it has cleaned up.
+type reserveProgress struct {
+	f      func(made, total int64)
+	mu     sync.Mutex
+	failed bool
+	value  any
+}
+
+func (r *reserveProgress) report(made, total int64) {
+	if r.f == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			r.failed, r.value = true, v
+		}
+	}()
+	r.f(made, total)
+}
+
+func (r *reserveProgress) panicked() (any, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.value, r.failed
 }
 
 // giveBack frees the chunks a failed Reserve grew whose buffers are all

@@ -299,3 +299,29 @@ func TestCloseRacesReserveHost(t *testing.T) {
 		}
 	}
 }
+
+// TestReserveProgressPanics: a progress callback that panics is the
+// caller's panic, raised from ReserveContext, but the Reserve keeps no
+// claim and gives back what it grew, as a failed Reserve does, and the
+// backend is not blamed for it.
+func TestReserveProgressPanics(t *testing.T) {
+	b := newStepBackend()
+	p := newStepPool(t, b, Options{IdleDecay: -1, IdleTimeout: -1})
+	func() {
+		defer func() {
+			if r := recover(); r != "progress failed" {
+				t.Fatalf("recovered %v, want the callback's panic", r)
+			}
+		}()
+		p.ReserveContext(context.Background(), 2<<20, 2048, func(made, total int64) { panic("progress failed") })
+		t.Fatal("ReserveContext returned though its callback panicked")
+	}()
+	c, err := p.classFor(2 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	if r := c.reserved.Load(); r != 0 || st.BytesHeld != 0 || st.BackendPanics != 0 {
+		t.Fatalf("after the panic: claim %d, %d bytes held, %d backend panics; want 0, 0, 0", r, st.BytesHeld, st.BackendPanics)
+	}
+}
