@@ -30,6 +30,7 @@ func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
 	return []namedCopier{
 		{name: "plan=default", c: g.tunedCopier(b, opt, defaultTuning()), bothWays: true},
 		{name: "plan=all-lanes-asleep", c: g.tunedCopier(b, opt, allLanes), upTo: 32 << 20, only: HostToDevice},
+		{name: "plan=chunked-only", c: g.tunedCopier(b, opt, chunkedOnly()), upTo: 32 << 20, bothWays: true},
 	}
 }
 
@@ -56,6 +57,7 @@ var frameWays = []frameWay{
 	{name: "driver"},
 	{name: "copier=default", copier: tunedFrameCopier(Options{}, nil)},
 	{name: "copier=all-lanes-asleep", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coldShare = 0 })},
+	{name: "copier=chunked-only", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coopShare = [2]int{} })},
 	{name: "copier=lanes-2", copier: tunedFrameCopier(Options{Lanes: 2}, nil)},
 	{name: "copier=spin-off", streamOnly: true, copier: tunedFrameCopier(Options{LaneSpin: -1}, nil)},
 }
