@@ -23,7 +23,7 @@
 #   BACKENDS=list    the pool's suite again on these CUDA methods
 #                    (default "hostalloc register"; "" for none)
 #   REF=regexp       the references of scripts/ref/ to build and run with
-#                    nvcc and python3 (default .; REF=0: none)
+#                    nvcc, g++ and python3 (default .; REF=0: none)
 #   FILES=0          skip the 4 GiB safetensors file PyTorch writes for the
 #                    file tests and benchmarks (FILES_DIR, default
 #                    /var/tmp/pinpool-files; removed at the end)
@@ -147,6 +147,9 @@ if [ "$REF" != 0 ]; then
 			ref=$(basename "${c%.*}")
 			[[ "$ref" =~ $REF ]] || continue
 			case $c in
+			# paced.cpp loads the driver itself (no CUDA headers); a short run, 20 frames a
+			# way at 30 fps and 100 at 300 fps (about 45 s).
+			*/paced.cpp) build=(g++ -O2 -std=c++17 -pthread -o "$out/ref-bin/$ref" "$c" -ldl) args=(20 100) ;;
 			*.cpp) build=(nvcc -O3 -std=c++17 -Xcompiler -O3,-mavx2,-pthread -o "$out/ref-bin/$ref" "$c") args=(7 focus 2) ;;
 			*) build=(nvcc -O2 -x cu -o "$out/ref-bin/$ref" "$c" -lcuda) args=() ;;
 			esac
