@@ -59,8 +59,11 @@
 // run):
 //
 //	g++ -O2 -std=c++17 -pthread -o paced paced.cpp -ldl
-//	./paced [frames-at-30fps [frames-at-300fps]]   (per way; default 60 400,
-//	                                                about 2.5 minutes)
+//	./paced [frames-at-30fps [frames-at-300fps [focus|grid]]]
+//
+// (frames per way, default 60 and 400; focus, the default, runs the ways
+// near the frontier that the grid found and the Go engine's defaults, 15
+// ways, about 100 s; grid runs every way above, 21, about 140 s).
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -235,12 +238,15 @@ struct Way {
   // settleFirst: down, the caller waits for every chunk's copy in order
   // before it copies out, as the Go engine's cooperative download does.
   bool settleFirst = false;
+  // stripe: the bytes a thread claims at a time; 0: the chunk shared out
+  // among the threads, 64 KiB at least (the Go engine's rule).
+  size_t stripe = 0;
   std::string name() const {
     if (kind == DRIVER) return "driver";
     char b[96];
     if (helpers == 0) snprintf(b, sizeof b, "alone chunk=%zuK %s", chunk / KiB, stream ? "stream" : "memcpy");
-    else snprintf(b, sizeof b, "%s T=%d chunk=%zuK %s%s", modeName[mode], helpers, chunk / KiB, stream ? "stream" : "memcpy",
-                  settleFirst ? " settle" : "");
+    else snprintf(b, sizeof b, "%s T=%d chunk=%zuK %s%s%s", modeName[mode], helpers, chunk / KiB, stream ? "stream" : "memcpy",
+                  settleFirst ? " settle" : "", stripe ? (" s" + std::to_string(stripe / KiB) + "K").c_str() : "");
     return b;
   }
 };
@@ -397,6 +403,7 @@ static void staged(const Way& w, Dir dir, char* host, char* staging, CUdeviceptr
   int lanes = w.helpers + 1;
   j->dir = dir; j->host = host; j->staging = staging; j->dev = dev; j->n = frameBytes; j->chunk = w.chunk;
   j->stripe = w.helpers == 0 ? w.chunk : std::max<size_t>(64 * KiB, (w.chunk / lanes + 4095) / 4096 * 4096);
+  if (w.stripe) j->stripe = w.stripe;
   j->stripe = std::min(j->stripe, w.chunk);
   j->chunks = int((frameBytes + w.chunk - 1) / w.chunk);
   j->perChunk = int((w.chunk + j->stripe - 1) / j->stripe);
@@ -601,7 +608,11 @@ static void summaryLine(const Part& p) {
 
 int main(int argc, char** argv) {
   int per30 = argc > 1 ? atoi(argv[1]) : 60, per300 = argc > 2 ? atoi(argv[2]) : 400;
-  if (per30 < 1 || per300 < 1) { fprintf(stderr, "usage: %s [frames-at-30fps [frames-at-300fps]]\n", argv[0]); return 2; }
+  bool grid = argc > 3 && !strcmp(argv[3], "grid");
+  if (per30 < 1 || per300 < 1 || (argc > 3 && !grid && strcmp(argv[3], "focus"))) {
+    fprintf(stderr, "usage: %s [frames-at-30fps [frames-at-300fps [focus|grid]]]\n", argv[0]);
+    return 2;
+  }
   loadDriver();
   CUdevice devNo;
   CK(cu.cuDeviceGet(&devNo, 0));
@@ -629,16 +640,36 @@ int main(int argc, char** argv) {
   if (posix_memalign(&scratch, 4096, frameBytes)) { perror("posix_memalign"); return 1; }
   for (auto& h : helpers) h.t = std::thread(helperLoop, std::ref(h));
 
+  const size_t M = 1024 * KiB;
   std::vector<Way> ways = {{DRIVER, 0, 0, false, SLEEP}};
-  for (bool s : {false, true})
-    for (size_t c : {256 * KiB, 512 * KiB, 1024 * KiB}) ways.push_back({STAGED, c, 0, s, SLEEP});
-  for (int t : {1, 3, 7}) ways.push_back({STAGED, 1024 * KiB, t, true, SLEEP});
-  ways.push_back({STAGED, 1024 * KiB, 3, false, SLEEP});
-  for (int t : {1, 3}) ways.push_back({STAGED, 256 * KiB, t, true, SLEEP});
-  for (int t : {1, 3, 7}) ways.push_back({STAGED, 1024 * KiB, t, true, SPIN});
-  for (int t : {1, 3}) ways.push_back({STAGED, 256 * KiB, t, true, PREDICT});
-  for (int t : {1, 3}) ways.push_back({STAGED, 256 * KiB, t, true, AWAKE});
-  ways.push_back({STAGED, 1024 * KiB, 7, true, SLEEP, true});
+  if (grid) {
+    for (bool s : {false, true})
+      for (size_t c : {256 * KiB, 512 * KiB, M}) ways.push_back({STAGED, c, 0, s, SLEEP});
+    for (int t : {1, 3, 7}) ways.push_back({STAGED, M, t, true, SLEEP});
+    ways.push_back({STAGED, M, 3, false, SLEEP});
+    for (int t : {1, 3}) ways.push_back({STAGED, 256 * KiB, t, true, SLEEP});
+    for (int t : {1, 3, 7}) ways.push_back({STAGED, M, t, true, SPIN});
+    for (int t : {1, 3}) ways.push_back({STAGED, 256 * KiB, t, true, PREDICT});
+    for (int t : {1, 3}) ways.push_back({STAGED, 256 * KiB, t, true, AWAKE});
+    ways.push_back({STAGED, M, 7, true, SLEEP, true});
+  } else {
+    // The frontier of the grid (goal 5's CPU bound allows about two
+    // threads), its neighbours, and the Go engine's defaults.
+    ways.push_back({STAGED, M, 0, false, SLEEP});
+    ways.push_back({STAGED, M, 0, true, SLEEP});
+    ways.push_back({STAGED, 256 * KiB, 1, true, SLEEP});
+    ways.push_back({STAGED, M, 1, true, SLEEP});
+    ways.push_back({STAGED, M, 1, true, SLEEP, false, 128 * KiB});
+    ways.push_back({STAGED, M, 1, true, SLEEP, true});
+    ways.push_back({STAGED, M, 2, true, SLEEP});
+    ways.push_back({STAGED, M, 2, true, SLEEP, false, 128 * KiB});
+    ways.push_back({STAGED, M, 3, true, SLEEP});
+    ways.push_back({STAGED, M, 3, true, SLEEP, true});
+    ways.push_back({STAGED, M, 7, true, SLEEP, true});
+    ways.push_back({STAGED, M, 1, true, SPIN});
+    ways.push_back({STAGED, M, 1, true, PREDICT});
+    ways.push_back({STAGED, M, 1, true, AWAKE});
+  }
 
   printf("paced: %s, %u CPUs, frame %zu bytes, %zu ways, %d frames a way at 30 fps, %d at 300 fps\n", name,
          std::thread::hardware_concurrency(), frameBytes, ways.size(), per30, per300);
