@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/pinpool/pinpool/cuda"
 )
@@ -16,23 +17,27 @@ import (
 // memory held stays within the copier's window whatever n is.
 //
 // For an *os.File on Linux (open for reading, else ErrFileMode), a range that is in the page cache
-// is staged from a read-only mapping of the caller's descriptor, as ToDevice stages a []byte; one
-// that is not is read with O_DIRECT into the page-aligned buffer (from a second, read-only
-// descriptor of the same file, opened only because the caller's is open for reading), which skips
-// the page cache's copy; where the file system refuses O_DIRECT (tmpfs, some network file systems)
-// or the range is not aligned for it, the piece is read through the page cache. A file cut short
-// during the transfer ends it with an error wrapping ErrFileChanged and io.ErrUnexpectedEOF, never
-// with a crash.
+// is read through it; one that is not is read with O_DIRECT into the page-aligned buffer (from a
+// second, read-only descriptor of the same file, opened only because the caller's is open for
+// reading), which skips the page cache's copy; where the file system refuses O_DIRECT (tmpfs, some
+// network file systems) or the range is not aligned for it, the piece is read through the page
+// cache.
 //
 // A range past the end of the file (for an *os.File, or a reader with a Size method such as
 // *bytes.Reader) is refused before anything moves with an error wrapping ErrInvalidRange and
-// io.ErrUnexpectedEOF; a file that ends early anyway ends the transfer with io.ErrUnexpectedEOF; a
-// read error, ctx ending (no further piece is started; the pieces in flight complete) or Close end
-// it with an error wrapping theirs; a ReadAt that breaks its contract with ErrContract. A nil ctx
-// never ends.
+// io.ErrUnexpectedEOF; such a file cut short during the transfer ends it with an error wrapping
+// ErrFileChanged and io.ErrUnexpectedEOF, and a reader of no known size that ends early with
+// io.ErrUnexpectedEOF. A read error, ctx ending (no further piece is started; the pieces in flight
+// complete) or Close end it with an error wrapping theirs; a ReadAt that breaks its contract with
+// ErrContract. A nil ctx never ends.
 func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.ReaderAt, off, n int64) (int64, error) {
+	checked := false
 	if f != nil && n > 0 {
-		if err := checkReadable("ToDeviceFromFile", f, off, n); err != nil {
+		err := checkReadable("ToDeviceFromFile", f)
+		if err == nil {
+			checked, err = checkSize("ToDeviceFromFile", f, off, n)
+		}
+		if err != nil {
 			return 0, err
 		}
 	}
@@ -41,46 +46,16 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 		return 0, err
 	}
 	ctx, ps, p := run.ctx, run.ps, run.p
-	src := openSource(f, off, n)
+	src := openSource(f)
 	defer src.close()
-	// Runs of pieces in the page cache go from the mapping through the staged engine, as ToDevice
-	// of the mapping would; the others are read into staging (O_DIRECT or ReadAt) on the same
-	// lanes.
-	mapped := func(pc piece) bool { return src.mapBytes(pc.off, pc.off+int64(pc.n)) != nil }
-	for i := 0; i < ps.count && !p.stop.Load(); {
-		// One probe for the whole range first: a warm file is one run. (Only first: probing all that
-		// is left at every run would cost a mixed file time quadratic in its size.)
-		m, j := true, ps.count
-		if i > 0 || src.mapBytes(off, off+n) == nil {
-			m, j = mapped(ps.at(i)), i+1
-			for j < ps.count && mapped(ps.at(j)) == m {
-				j++
-			}
+	c.runPieces(ctx, HostToDevice, dst, ps, 0, ps.count, c.opt.Lanes, p, func(pc piece, buf []byte) ([]byte, error) {
+		b, err := src.readAt(ctx, buf, pc.off, pc.n)
+		if checked && errors.Is(err, io.ErrUnexpectedEOF) {
+			// The range was checked against the file's size: the file is shorter now.
+			err = fmt.Errorf("%w: %w", ErrFileChanged, err)
 		}
-		first, last := ps.at(i), ps.at(j-1)
-		var b []byte
-		if m {
-			b = src.mapBytes(first.off, last.off+int64(last.n)) // nil: evicted since
-		}
-		if b != nil {
-			err := c.live(ctx)
-			if err == nil {
-				err = c.segment(ctx, op{HostToDevice, dst + cuda.DevicePtr(first.pos), b}, PathStaged)
-			}
-			if err != nil {
-				p.fail(src.fileFault(err))
-				break
-			}
-			for k := i; k < j; k++ {
-				p.complete(k, ps.at(k).n)
-			}
-		} else {
-			c.runPieces(ctx, HostToDevice, dst, ps, i, j, c.opt.Lanes, p, func(pc piece, buf []byte) ([]byte, error) {
-				return src.readAt(ctx, buf, pc.off, pc.n)
-			}, nil)
-		}
-		i = j
-	}
+		return b, err
+	}, nil)
 	return run.finish(p.result(fmt.Sprintf("file to device, offset %d", off), n))
 }
 
@@ -118,12 +93,24 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 // sized is a reader that knows its size, as *bytes.Reader and *io.SectionReader do.
 type sized interface{ Size() int64 }
 
-// checkRange refuses [off, off+n) of a file of size bytes that ends past it, for the call what.
-func checkRange(what string, off, n, size int64) error {
-	if off > size || n > size-off {
-		return fmt.Errorf("%w: %s: %d bytes at offset %d of a file of %d: %w", ErrInvalidRange, what, n, off, size, io.ErrUnexpectedEOF)
+// checkSize refuses (for the call what) [off, off+n) of r past the end of a regular file or of a
+// reader with a Size, and reports whether r had a size to check the range against.
+func checkSize(what string, r io.ReaderAt, off, n int64) (bool, error) {
+	size := int64(-1)
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+	} else if s, ok := r.(sized); ok {
+		size = s.Size()
 	}
-	return nil
+	switch {
+	case size < 0:
+		return false, nil
+	case off > size || n > size-off:
+		return false, fmt.Errorf("%w: %s: %d bytes at offset %d of a file of %d: %w", ErrInvalidRange, what, n, off, size, io.ErrUnexpectedEOF)
+	}
+	return true, nil
 }
 
 // readFullAt reads len(b) bytes of r at off, trusting no count; a short file is an error wrapping
