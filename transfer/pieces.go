@@ -154,6 +154,7 @@ func (q *pieceQueue) issue(s staging, f queued, dev cuda.DevicePtr) error {
 		}
 		return err
 	}
+	q.c.stats.chunks.Add(1)
 	f.s, f.ev = s, ev
 	q.held = append(q.held, f)
 	return nil
