@@ -113,36 +113,16 @@ func checkSize(what string, r io.ReaderAt, off, n int64) (bool, error) {
 	return true, nil
 }
 
-// readFullAt reads len(b) bytes of r at off, trusting no count; a short file is an error wrapping
-// io.ErrUnexpectedEOF that says where it ended. A short read with no error, which io.ReaderAt does
-// not allow, is read on from where it stopped; a count below 0 or above what was asked, or a run of
-// empty reads, is ErrContract; ctx ending between reads ends it.
-func readFullAt(ctx context.Context, r io.ReaderAt, b []byte, off int64) error {
-	k, empty := 0, 0
-	for k < len(b) {
-		want := len(b) - k
-		m, err := caught("ReadAt", func() (int, error) { return r.ReadAt(b[k:], off+int64(k)) })
-		if m < 0 || m > want {
-			return fmt.Errorf("%w: ReadAt of %d bytes at %d returned %d", ErrContract, want, off+int64(k), m)
-		}
-		k += m
-		switch {
-		case k == len(b):
-			return nil
-		case err == nil && m == 0:
-			if empty++; empty >= emptyReads {
-				return fmt.Errorf("%w: %d ReadAt calls in a row at %d returned no byte and no error: %w", ErrContract, empty, off+int64(k), io.ErrNoProgress)
-			}
-		case err == nil:
-			empty = 0
-		case errors.Is(err, io.EOF):
-			return fmt.Errorf("the file ends at %d, before %d: %w", off+int64(k), off+int64(len(b)), io.ErrUnexpectedEOF)
-		default:
-			return fmt.Errorf("reading at %d: %w", off+int64(k), err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+// readFullAt reads len(b) bytes of r at off into b and returns them, or nil and an error, trusting
+// no count (readChecked, through an io.SectionReader): a short file is an error wrapping
+// io.ErrUnexpectedEOF that says where it ended.
+func readFullAt(ctx context.Context, r io.ReaderAt, b []byte, off int64) ([]byte, error) {
+	k, err := readChecked(ctx, "ReadAt", io.NewSectionReader(r, off, int64(len(b))), b)
+	switch {
+	case err == nil:
+		return b, nil
+	case errors.Is(err, io.EOF):
+		return nil, fmt.Errorf("the file ends at %d, before %d: %w", off+int64(k), off+int64(len(b)), io.ErrUnexpectedEOF)
 	}
-	return nil
+	return nil, fmt.Errorf("reading at %d: %w", off+int64(k), err)
 }

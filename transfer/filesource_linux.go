@@ -138,12 +138,12 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	span := (end - start + directAlign - 1) &^ (directAlign - 1)
 	if s.fd < 0 {
 		s.cached.Add(int64(n))
-		return s.plain(ctx, buf[:n], off)
+		return readFullAt(ctx, s.r, buf[:n], off)
 	}
 	cached := s.inCache(off, end)
 	if cached || span > int64(len(buf)) || !s.useDirect.Load() {
 		s.cached.Add(int64(n))
-		return s.plain(ctx, buf[:n], off)
+		return readFullAt(ctx, s.r, buf[:n], off)
 	}
 	k, err := s.direct.ReadAt(buf[:span], start) // loops until span bytes or the end of the file
 	if err == nil || errors.Is(err, io.EOF) {
@@ -210,12 +210,4 @@ func (s *source) mincoreCached(start, end, pg int64) (bool, error) {
 		}
 	}
 	return true, nil
-}
-
-// plain reads b at off through the file's ReadAt (the page cache).
-func (s *source) plain(ctx context.Context, b []byte, off int64) ([]byte, error) {
-	if err := readFullAt(ctx, s.r, b, off); err != nil {
-		return nil, err
-	}
-	return b, nil
 }

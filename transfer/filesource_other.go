@@ -24,8 +24,5 @@ func checkWritable(what string, w io.WriterAt) error { return nil }
 
 // readAt reads n bytes at off into the staging buffer buf and returns them.
 func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]byte, error) {
-	if err := readFullAt(ctx, s.r, buf[:n], off); err != nil {
-		return nil, err
-	}
-	return buf[:n], nil
+	return readFullAt(ctx, s.r, buf[:n], off)
 }
