@@ -56,7 +56,7 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 		}
 		return b, err
 	}, nil)
-	return run.finish(p.result(fmt.Sprintf("file to device, offset %d", off), n))
+	return run.finish(p.arrived(), fmt.Sprintf("file to device, offset %d", off))
 }
 
 // FromDeviceToFile copies n bytes from the device at src into f at offset off, and returns how many
@@ -87,7 +87,7 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 		}
 		return len(b), nil
 	})
-	return run.finish(p.result(fmt.Sprintf("device to file, offset %d", off), n))
+	return run.finish(p.arrived(), fmt.Sprintf("device to file, offset %d", off))
 }
 
 // sized is a reader that knows its size, as *bytes.Reader and *io.SectionReader do.

@@ -85,6 +85,13 @@ func (s staging) done() {
 	s.w.release()
 }
 
+// retire gives the slot back and the buffer to the pool to retire, after a copy of it failed with
+// err: the device's use of it is unknown.
+func (s staging) retire(err error) {
+	s.buf.ReleaseAfter(failedFence{err})
+	s.w.release()
+}
+
 // pieceQueue is a stream's pieces whose asynchronous copies are issued, oldest first. A stream
 // transfer runs on its caller's goroutine alone: reads (or writes) overlap the DMA of the pieces in
 // flight, as many as the window lets it hold.
@@ -147,8 +154,7 @@ func (q *pieceQueue) issue(s staging, f queued, dev cuda.DevicePtr) error {
 	ev, unsure, err := q.c.issue(q.c.stream(q.dir), op{q.dir, dev, f.data}, PathPinned, 0, f.data)
 	if err != nil {
 		if unsure {
-			s.buf.ReleaseAfter(failedFence{err})
-			s.w.release()
+			s.retire(err)
 		} else {
 			s.done()
 		}
@@ -177,8 +183,7 @@ func (q *pieceQueue) landOldest() bool {
 	}
 	q.land(f, err)
 	if err != nil {
-		f.s.buf.ReleaseAfter(failedFence{err})
-		f.s.w.release()
+		f.s.retire(err)
 	} else {
 		f.s.done()
 	}
@@ -252,25 +257,6 @@ func (p *progress) arrived() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.prefixBytes
-}
-
-// result is the transfer's outcome: the bytes that arrived, and the first error, said with the
-// range it ended at.
-func (p *progress) result(what string, total int64) (int64, error) {
-	return p.resultOf(p.arrived(), what, total)
-}
-
-func (p *progress) resultOf(n int64, what string, total int64) (int64, error) {
-	p.mu.Lock()
-	err := p.err
-	p.mu.Unlock()
-	if err == nil && n != total {
-		err = fmt.Errorf("%w: %d of %d bytes moved without an error", ErrContract, n, total)
-	}
-	if err == nil {
-		return n, nil
-	}
-	return n, fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, n, total, err)
 }
 
 // runPieces moves pieces from to to (exclusive) of ps between staging and the device at dev, on
@@ -368,13 +354,12 @@ type rangedDevice interface {
 // streamRun is one stream or file transfer under way: its context, pieces, progress and start,
 // counted in Stats as one transfer when it ends.
 type streamRun struct {
-	c    *Copier
-	ctx  context.Context
-	dir  Direction
-	ps   pieces
-	p    *progress
-	t0   time.Time
-	what string
+	c   *Copier
+	ctx context.Context
+	dir Direction
+	ps  pieces
+	p   *progress
+	t0  time.Time
 }
 
 // startStream checks the arguments of a stream or file transfer of n bytes between the device at
@@ -409,21 +394,32 @@ func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg strin
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	return &streamRun{c: c, ctx: ctx, dir: dir, ps: newPieces(off, n, c.opt.ChunkSize), p: newProgress(), t0: time.Now(), what: what}, nil
+	return &streamRun{c: c, ctx: ctx, dir: dir, ps: newPieces(off, n, c.opt.ChunkSize), p: newProgress(), t0: time.Now()}, nil
 }
 
-// finish ends the transfer on the copier and counts it in Stats: one transfer of n bytes under
-// PathStream when it moved them all, else a failure or a cancellation.
-func (r *streamRun) finish(n int64, err error) (int64, error) {
+// finish ends the transfer on the copier and returns its outcome: moved bytes arrived (the pieces
+// complete from the start, or what the writer took), and the first error, said with what (the
+// range) and the count. It counts the transfer in Stats: one transfer of its bytes under PathStream
+// when it moved them all, else a failure or a cancellation.
+func (r *streamRun) finish(moved int64, what string) (int64, error) {
+	r.p.mu.Lock()
+	err := r.p.err
+	r.p.mu.Unlock()
+	if err == nil && moved != r.ps.n {
+		err = fmt.Errorf("%w: %d of %d bytes moved without an error", ErrContract, moved, r.ps.n)
+	}
+	if err != nil {
+		err = fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, moved, r.ps.n, err)
+	}
 	dt := time.Since(r.t0)
 	switch {
 	case err == nil:
-		r.c.stats.record(r.dir, PathStream, int(n), dt)
+		r.c.stats.record(r.dir, PathStream, int(moved), dt)
 	case r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()):
 		r.c.stats.canceled.Add(1)
 	default:
 		r.c.stats.failed.Add(1)
 	}
 	r.c.end()
-	return n, err
+	return moved, err
 }

@@ -43,7 +43,7 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 		}
 		return b[:k], err
 	}, nil)
-	return run.finish(p.result("reader to device", n))
+	return run.finish(p.arrived(), "reader to device")
 }
 
 // emptyReads is how many reads in a row may return no byte and no error before a transfer gives up
@@ -132,5 +132,5 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 		}
 		return k, nil
 	})
-	return run.finish(p.resultOf(written, "device to writer", n))
+	return run.finish(written, "device to writer")
 }
