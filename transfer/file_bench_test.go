@@ -188,7 +188,7 @@ func BenchmarkFileCold(b *testing.B) {
 			b.SetBytes(n)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				dropCache(b, f)
+				dropCache(b, f, 0, 0)
 				b.StartTimer()
 				if got, err := c.ToDeviceFromFile(context.Background(), d.Ptr(), f, 0, n); err != nil || got != n {
 					b.Fatalf("%d bytes, %v", got, err)
@@ -217,14 +217,4 @@ func benchFile(b *testing.B) (*gpu, *os.File, int64, *cuda.DeviceMem) {
 		b.Fatal(err)
 	}
 	return g, f, fi.Size(), g.devMem(b, int(fi.Size()))
-}
-
-// dropCache drops f from the page cache (synced first, so that its pages
-// are clean), so that the next read comes from the disk.
-func dropCache(b *testing.B, f *os.File) {
-	b.Helper()
-	f.Sync()
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		b.Fatal(err)
-	}
 }

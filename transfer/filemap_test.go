@@ -120,13 +120,8 @@ func TestFileMixed(t *testing.T) {
 	const half = 2 << 20
 	data := randomBytes(2*half, 16)
 	f := writeTemp(t, data)
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
 	// The file was just written, so it is cached: drop its second half.
-	if err := unix.Fadvise(int(f.Fd()), half, half, unix.FADV_DONTNEED); err != nil {
-		t.Skipf("cannot drop the file from the page cache: %v", err)
-	}
+	dropCache(t, f, half, half)
 	s := openSource(f)
 	defer s.close()
 	if s.direct == nil {
@@ -191,12 +186,7 @@ func TestFileMixedLoad(t *testing.T) {
 	e := newEnv(t, Options{Lanes: 4, ChunkSize: 256 << 10, WindowBytes: 4 << 20})
 	data := randomBytes(2*half, 19)
 	f := writeTemp(t, data)
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), half, half, unix.FADV_DONTNEED); err != nil {
-		t.Skipf("cannot drop the file from the page cache: %v", err)
-	}
+	dropCache(t, f, half, half)
 	dev := e.d.alloc(2*half - 5)
 	if got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 5, 2*half-5); err != nil || got != 2*half-5 {
 		t.Fatalf("%d bytes, %v", got, err)

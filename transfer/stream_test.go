@@ -34,6 +34,19 @@ func writeTemp(t testing.TB, data []byte) *os.File {
 	return f
 }
 
+// dropCache drops [off, off+n) of f (n 0: to its end) from the page cache,
+// synced first so that its pages are clean, so that the next read comes
+// from the disk; it skips tb where the kernel will not.
+func dropCache(tb testing.TB, f *os.File, off, n int64) {
+	tb.Helper()
+	if err := f.Sync(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), off, n, unix.FADV_DONTNEED); err != nil {
+		tb.Skipf("cannot drop the file from the page cache: %v", err)
+	}
+}
+
 // TestSplitPieces checks the piece plan: contiguous, covering the range,
 // cut at multiples of the chunk in file offsets.
 func TestSplitPieces(t *testing.T) {
@@ -136,12 +149,7 @@ func TestFileDirectAndCached(t *testing.T) {
 	f := writeTemp(t, data)
 	for _, way := range []int32{probeCachestat, probeMincore} {
 		t.Run(fmt.Sprint("probe ", way), func(t *testing.T) {
-			if err := f.Sync(); err != nil {
-				t.Fatal(err)
-			}
-			if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-				t.Skipf("cannot drop the file from the page cache: %v", err)
-			}
+			dropCache(t, f, 0, 0)
 			sourceWays.firstWay = way
 			defer func() { sourceWays.firstWay = probeCachestat }()
 			s := openSource(f)
