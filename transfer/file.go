@@ -16,9 +16,9 @@ import (
 // each into a pinned staging buffer, while earlier pieces are copied to the device; the pinned
 // memory held stays within the copier's window whatever n is.
 //
-// For an *os.File on Linux (open for reading, else ErrFileMode), a range that is in the page cache
-// is read through it; one that is not is read with O_DIRECT into the page-aligned buffer (from a
-// second, read-only descriptor of the same file, opened only because the caller's is open for
+// For an *os.File on Linux (open for reading, else ErrFileMode), a piece that is in the page cache
+// is read from it (pread); one that is not is read with O_DIRECT into the page-aligned buffer (from
+// a second, read-only descriptor of the same file, opened only because the caller's is open for
 // reading), which skips the page cache's copy; where the file system refuses O_DIRECT (tmpfs, some
 // network file systems) or the range is not aligned for it, the piece is read through the page
 // cache.
