@@ -22,7 +22,8 @@ import (
 //	  iteration both ways; it reports both rates and file/mmap, the figure
 //	  issue 31 wants at >= 0.95;
 //	warm/pinpool, warm/mmap: each of the two alone; warm/pinpool/16lanes
-//	  a copier of 16 lanes (the default is at most 8);
+//	  a copier of 16 lanes (the default is at most 8), warm/pinpool/4MiB
+//	  one of 4 MiB pieces;
 //	warm/readfile+driver: what a Go program does without pinpool
 //	  (os.ReadFile, then the driver's copy of that pageable memory);
 //	to-file/...: FromDeviceToFile into a new file beside a buffered write
@@ -37,18 +38,20 @@ func BenchmarkFileToDevice(b *testing.B) {
 	g, f, n, d := benchFile(b)
 	path := f.Name()
 	c := g.copier(b, Options{})
-	c16 := g.copier(b, Options{Lanes: 16, WindowBytes: 64 << 20})
 	ctx := context.Background()
 	m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer unix.Munmap(m)
-	fromFile := func(b *testing.B) {
-		if got, err := c.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n); err != nil || got != n {
-			b.Fatalf("%d bytes, %v", got, err)
+	load := func(c *Copier) func(*testing.B) {
+		return func(b *testing.B) {
+			if got, err := c.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n); err != nil || got != n {
+				b.Fatalf("%d bytes, %v", got, err)
+			}
 		}
 	}
+	fromFile := load(c)
 	fromMap := func(b *testing.B) {
 		if err := c.ToDevice(ctx, d.Ptr(), m); err != nil {
 			b.Fatal(err)
@@ -77,19 +80,21 @@ func BenchmarkFileToDevice(b *testing.B) {
 	for _, way := range []struct {
 		name string
 		run  func(*testing.B)
-	}{{"pinpool", fromFile}, {"mmap", fromMap}, {"pinpool/16lanes", func(b *testing.B) {
-		if got, err := c16.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n); err != nil || got != n {
-			b.Fatalf("%d bytes, %v", got, err)
-		}
-	}}, {"readfile+driver", func(b *testing.B) {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := g.ctx.CopyHtoD(d.Ptr(), data); err != nil {
-			b.Fatal(err)
-		}
-	}}} {
+	}{
+		{"pinpool", fromFile},
+		{"mmap", fromMap},
+		{"pinpool/16lanes", load(g.copier(b, Options{Lanes: 16, WindowBytes: 64 << 20}))},
+		{"pinpool/4MiB", load(g.copier(b, Options{ChunkSize: 4 << 20, WindowBytes: 64 << 20}))},
+		{"readfile+driver", func(b *testing.B) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := g.ctx.CopyHtoD(d.Ptr(), data); err != nil {
+				b.Fatal(err)
+			}
+		}},
+	} {
 		b.Run("warm/"+way.name, func(b *testing.B) {
 			warm(b)
 			b.SetBytes(n)
