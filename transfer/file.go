@@ -45,18 +45,17 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	if err != nil || run == nil {
 		return 0, err
 	}
-	ctx, ps, p := run.ctx, run.ps, run.p
 	src := openSource(f)
 	defer src.close()
-	c.runPieces(ctx, HostToDevice, dst, ps, 0, ps.count, c.opt.Lanes, p, func(pc piece, buf []byte) ([]byte, error) {
-		b, err := src.readAt(ctx, buf, pc.off, pc.n)
+	run.move(c.opt.Lanes, func(pc piece, buf []byte) ([]byte, error) {
+		b, err := src.readAt(run.ctx, buf, pc.off, pc.n)
 		if checked && errors.Is(err, io.ErrUnexpectedEOF) {
 			// The range was checked against the file's size: the file is shorter now.
 			err = fmt.Errorf("%w: %w", ErrFileChanged, err)
 		}
 		return b, err
 	}, nil)
-	return run.finish(p.arrived(), fmt.Sprintf("file to device, offset %d", off))
+	return run.finish(run.p.arrived(), fmt.Sprintf("file to device, offset %d", off))
 }
 
 // FromDeviceToFile copies n bytes from the device at src into f at offset off, and returns how many
@@ -77,8 +76,7 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 	if err != nil || run == nil {
 		return 0, err
 	}
-	ctx, ps, p := run.ctx, run.ps, run.p
-	c.runPieces(ctx, DeviceToHost, src, ps, 0, ps.count, c.opt.Lanes, p, func(pc piece, buf []byte) ([]byte, error) {
+	run.move(c.opt.Lanes, func(pc piece, buf []byte) ([]byte, error) {
 		return buf[:pc.n:pc.n], nil
 	}, func(pc piece, b []byte) (int, error) {
 		m, err := caught("WriteAt", func() (int, error) { return f.WriteAt(b, pc.off) })
@@ -87,7 +85,7 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 		}
 		return len(b), nil
 	})
-	return run.finish(p.arrived(), fmt.Sprintf("device to file, offset %d", off))
+	return run.finish(run.p.arrived(), fmt.Sprintf("device to file, offset %d", off))
 }
 
 // sized is a reader that knows its size, as *bytes.Reader and *io.SectionReader do.

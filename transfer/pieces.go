@@ -259,16 +259,16 @@ func (p *progress) arrived() int64 {
 	return p.prefixBytes
 }
 
-// runPieces moves pieces from to to (exclusive) of ps between staging and the device at dev, on
-// the caller's goroutine and the copier's standing lanes of direction d (the same lanes as a
-// staged copy's), each taking the next piece, until all are done or one fails (progress.stop) or
-// ctx ends. Each lane keeps its pieces' copies in flight (pieceQueue) while it fills the next
-// staging buffer: fill returns the piece's bytes in buf (host to device, read into it; with an
-// error, what it read before); drain, when not nil, takes them once they landed (device to host)
-// and returns how many it took. With one lane the pieces are filled and drained in order.
-func (c *Copier) runPieces(ctx context.Context, d Direction, dev cuda.DevicePtr, ps pieces, from, to, lanes int, p *progress, fill func(pc piece, buf []byte) ([]byte, error), drain func(pc piece, b []byte) (int, error)) {
+// move moves the transfer's pieces between staging and the device, on the caller's goroutine and
+// up to lanes-1 of the copier's standing lanes of its direction (the same lanes as a staged
+// copy's), each taking the next piece, until all are done or one fails (progress.stop) or ctx
+// ends. Each lane keeps its pieces' copies in flight (pieceQueue) while it fills the next staging
+// buffer: fill returns the piece's bytes in buf (host to device, read into it; with an error, what
+// it read before); drain, when not nil, takes them once they landed (device to host) and returns
+// how many it took. With one lane the pieces are filled and drained in order.
+func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, error), drain func(pc piece, b []byte) (int, error)) {
+	c, ctx, d, dev, ps, p := run.c, run.ctx, run.dir, run.dev, run.ps, run.p
 	var next atomic.Int64
-	next.Store(int64(from))
 	r := &pieceRun{}
 	r.lane = func() {
 		q := &pieceQueue{c: c, ctx: ctx, dir: d, land: func(f queued, err error) {
@@ -294,7 +294,7 @@ func (c *Copier) runPieces(ctx context.Context, d Direction, dev cuda.DevicePtr,
 		defer q.drain()
 		for !p.stop.Load() {
 			i := int(next.Add(1) - 1)
-			if i >= to {
+			if i >= ps.count {
 				return
 			}
 			pc := ps.at(i)
@@ -320,7 +320,7 @@ func (c *Copier) runPieces(ctx context.Context, d Direction, dev cuda.DevicePtr,
 		}
 	}
 	l := c.lanes[d]
-	l.offer(r, min(lanes, c.opt.Slots(), to-from)-1)
+	l.offer(r, min(lanes, c.opt.Slots(), ps.count)-1)
 	r.lane()
 	l.withdraw(r)
 	r.endJoins(0)
@@ -351,12 +351,13 @@ type rangedDevice interface {
 	addressRange(p cuda.DevicePtr) (base cuda.DevicePtr, size uint64, err error)
 }
 
-// streamRun is one stream or file transfer under way: its context, pieces, progress and start,
-// counted in Stats as one transfer when it ends.
+// streamRun is one stream or file transfer under way: its context, device address, pieces,
+// progress and start, counted in Stats as one transfer when it ends.
 type streamRun struct {
 	c   *Copier
 	ctx context.Context
 	dir Direction
+	dev cuda.DevicePtr
 	ps  pieces
 	p   *progress
 	t0  time.Time
@@ -394,7 +395,7 @@ func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg strin
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	return &streamRun{c: c, ctx: ctx, dir: dir, ps: newPieces(off, n, c.opt.ChunkSize), p: newProgress(), t0: time.Now()}, nil
+	return &streamRun{c: c, ctx: ctx, dir: dir, dev: dev, ps: newPieces(off, n, c.opt.ChunkSize), p: newProgress(), t0: time.Now()}, nil
 }
 
 // finish ends the transfer on the copier and returns its outcome: moved bytes arrived (the pieces

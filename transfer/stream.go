@@ -29,10 +29,9 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 	if err != nil || run == nil {
 		return 0, err
 	}
-	ctx, ps, p := run.ctx, run.ps, run.p
-	c.runPieces(ctx, HostToDevice, dst, ps, 0, ps.count, 1, p, func(pc piece, buf []byte) ([]byte, error) {
+	run.move(1, func(pc piece, buf []byte) ([]byte, error) {
 		b := buf[:pc.n:pc.n]
-		k, err := readChecked(ctx, "Read", r, b)
+		k, err := readChecked(run.ctx, "Read", r, b)
 		switch {
 		case err == nil:
 			return b, nil
@@ -43,7 +42,7 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 		}
 		return b[:k], err
 	}, nil)
-	return run.finish(p.arrived(), "reader to device")
+	return run.finish(run.p.arrived(), "reader to device")
 }
 
 // emptyReads is how many reads in a row may return no byte and no error before a transfer gives up
@@ -118,11 +117,10 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 	if err != nil || run == nil {
 		return 0, err
 	}
-	ctx, ps, p := run.ctx, run.ps, run.p
 	// The writer is called on one goroutine, in order, as each piece lands, so the count of what it
 	// took is exact, whatever ends the transfer meanwhile.
 	var written int64
-	c.runPieces(ctx, DeviceToHost, src, ps, 0, ps.count, 1, p, func(pc piece, buf []byte) ([]byte, error) {
+	run.move(1, func(pc piece, buf []byte) ([]byte, error) {
 		return buf[:pc.n:pc.n], nil
 	}, func(pc piece, b []byte) (int, error) {
 		k, err := writeChecked(w, b)
