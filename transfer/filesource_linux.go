@@ -136,12 +136,7 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	start := off &^ (directAlign - 1)
 	end := off + int64(n)
 	span := (end - start + directAlign - 1) &^ (directAlign - 1)
-	if s.fd < 0 {
-		s.cached.Add(int64(n))
-		return readFullAt(ctx, s.r, buf[:n], off)
-	}
-	cached := s.inCache(off, end)
-	if cached || span > int64(len(buf)) || !s.useDirect.Load() {
+	if !s.useDirect.Load() || span > int64(len(buf)) || s.inCache(off, end) {
 		s.cached.Add(int64(n))
 		return readFullAt(ctx, s.r, buf[:n], off)
 	}
