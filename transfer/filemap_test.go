@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -142,6 +143,32 @@ func TestFileMixed(t *testing.T) {
 	}
 	if s.directed.Load() != half || s.cached.Load() != half {
 		t.Fatalf("O_DIRECT %d, ReadAt %d bytes; want %d, %d", s.directed.Load(), s.cached.Load(), half, half)
+	}
+}
+
+// TestFileWays moves a file to the fake device every way BenchmarkFileCold
+// compares (O_DIRECT or buffered reads, from a dropped or a warm page
+// cache, several lanes and piece sizes), byte-exact.
+func TestFileWays(t *testing.T) {
+	defer func() { sourceWays.direct = true }()
+	const n = 3<<20 + 333
+	data := randomBytes(n+7, 17)
+	f := writeTemp(t, data)
+	for _, opt := range []Options{{Lanes: 4, ChunkSize: 256 << 10, WindowBytes: 2 << 20}, {Lanes: 2, ChunkSize: 1 << 20, WindowBytes: 4 << 20}} {
+		e := newEnv(t, opt)
+		for _, direct := range []bool{true, false} {
+			for _, cold := range []bool{true, false} {
+				sourceWays.direct = direct
+				if cold {
+					dropCache(t, f, 0, 0)
+				}
+				dev := e.d.alloc(n)
+				if got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 7, n); err != nil || got != n {
+					t.Fatalf("direct %v, cold %v, %+v: %d bytes, %v", direct, cold, opt, got, err)
+				}
+				sameBytes(t, fmt.Sprintf("direct %v, cold %v, %+v", direct, cold, opt), e.devBytes(dev, n), data[7:])
+			}
+		}
 	}
 }
 
