@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -64,7 +65,7 @@ func BenchmarkFileToDevice(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.Run("warm/ratio", func(b *testing.B) {
+	ratio := func(b *testing.B) {
 		warm(b)
 		// Each way once before the clock (the copier's staging grown, its lanes started), then
 		// both in every iteration, the first of them taking turns.
@@ -84,7 +85,15 @@ func BenchmarkFileToDevice(b *testing.B) {
 		b.ReportMetric(float64(n)*float64(b.N)/took[0].Seconds()/1e9, "file-GB/s")
 		b.ReportMetric(float64(n)*float64(b.N)/took[1].Seconds()/1e9, "mmap-GB/s")
 		b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "file/mmap")
-	})
+	}
+	b.Run("warm/ratio", ratio)
+	for _, bs := range []int{64 << 10, 256 << 10} {
+		b.Run(fmt.Sprintf("warm/ratio-bounce%dKiB", bs>>10), func(b *testing.B) {
+			sourceWays.bounce = bs
+			defer func() { sourceWays.bounce = 0 }()
+			ratio(b)
+		})
+	}
 	for _, way := range []struct {
 		name string
 		run  func(*testing.B)
@@ -137,6 +146,14 @@ func BenchmarkFileToDevice(b *testing.B) {
 	b.Run("to-file/pinpool", func(b *testing.B) {
 		toFile(b, 0, func(w *os.File) {
 			if got, err := c.FromDeviceToFile(ctx, w, 0, d.Ptr(), n); err != nil || got != n {
+				b.Fatalf("%d bytes, %v", got, err)
+			}
+		})
+	})
+	c1 := g.copier(b, Options{Lanes: 1, Prewarm: true})
+	b.Run("to-file/pinpool-1lane", func(b *testing.B) {
+		toFile(b, 0, func(w *os.File) {
+			if got, err := c1.FromDeviceToFile(ctx, w, 0, d.Ptr(), n); err != nil || got != n {
 				b.Fatalf("%d bytes, %v", got, err)
 			}
 		})

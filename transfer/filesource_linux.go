@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -58,7 +59,8 @@ const (
 var sourceWays = struct {
 	direct   bool
 	firstWay int32
-}{true, probeCachestat}
+	bounce   int // > 0: cached pieces are read in parts of this size into a buffer that stays in the cache, then streamed into staging
+}{true, probeCachestat, 0}
 
 // fileOf returns the *os.File behind r, if any, and its descriptor's access mode (unix.O_RDONLY,
 // O_WRONLY or O_RDWR). It asks through SyscallConn, which leaves the file as it was (Fd would put a
@@ -138,6 +140,9 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	span := (end - start + directAlign - 1) &^ (directAlign - 1)
 	if !s.useDirect.Load() || span > int64(len(buf)) || s.inCache(off, end) {
 		s.cached.Add(int64(n))
+		if bs := sourceWays.bounce; bs > 0 {
+			return readBounced(ctx, s.r, buf[:n], off, bs)
+		}
 		return readFullAt(ctx, s.r, buf[:n], off)
 	}
 	k, err := s.direct.ReadAt(buf[:span], start) // loops until span bytes or the end of the file
@@ -206,3 +211,25 @@ func (s *source) mincoreCached(start, end, pg int64) (bool, error) {
 	}
 	return true, nil
 }
+
+// readBounced reads b at off in parts of bs bytes into a buffer that stays in the processor's cache,
+// each part then streamed into b (non-temporal stores), as the engine writes its staging.
+func readBounced(ctx context.Context, r io.ReaderAt, b []byte, off int64, bs int) ([]byte, error) {
+	p, _ := bounces.Get().(*[]byte)
+	if p == nil || len(*p) != bs {
+		q := make([]byte, bs)
+		p = &q
+	}
+	defer bounces.Put(p)
+	for k := 0; k < len(b); {
+		m := min(bs, len(b)-k)
+		if _, err := readFullAt(ctx, r, (*p)[:m], off+int64(k)); err != nil {
+			return nil, err
+		}
+		streamBytes(b[k:k+m], (*p)[:m])
+		k += m
+	}
+	return b, nil
+}
+
+var bounces sync.Pool
