@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,10 +27,11 @@ import (
 //	  one of 4 MiB pieces;
 //	warm/readfile+driver: what a Go program does without pinpool
 //	  (os.ReadFile, then the driver's copy of that pageable memory);
-//	to-file/...: FromDeviceToFile into a new file beside a buffered write
-//	  (one write(2) of the same bytes from Go memory) and an O_DIRECT write
-//	  of them (4 MiB writes from aligned memory), each after the previous
-//	  file's pages were written out.
+//	to-file/...: FromDeviceToFile into a new file (pinpool, and
+//	  pinpool-1lane by a copier of one lane, which writes the pieces in
+//	  order) beside a buffered write (one write(2) of the same bytes from
+//	  Go memory) and an O_DIRECT write of them (4 MiB writes from aligned
+//	  memory), each after the previous file's pages were written out.
 //
 // Every copier is made with Prewarm, so that no way's first transfer pays
 // the pool's growth. BenchmarkFileCold reads the file from the disk.
@@ -65,7 +65,7 @@ func BenchmarkFileToDevice(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	ratio := func(b *testing.B) {
+	b.Run("warm/ratio", func(b *testing.B) {
 		warm(b)
 		// Each way once before the clock (the copier's staging grown, its lanes started), then
 		// both in every iteration, the first of them taking turns.
@@ -85,15 +85,7 @@ func BenchmarkFileToDevice(b *testing.B) {
 		b.ReportMetric(float64(n)*float64(b.N)/took[0].Seconds()/1e9, "file-GB/s")
 		b.ReportMetric(float64(n)*float64(b.N)/took[1].Seconds()/1e9, "mmap-GB/s")
 		b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "file/mmap")
-	}
-	b.Run("warm/ratio", ratio)
-	for _, bs := range []int{64 << 10, 256 << 10} {
-		b.Run(fmt.Sprintf("warm/ratio-bounce%dKiB", bs>>10), func(b *testing.B) {
-			sourceWays.bounce = bs
-			defer func() { sourceWays.bounce = 0 }()
-			ratio(b)
-		})
-	}
+	})
 	for _, way := range []struct {
 		name string
 		run  func(*testing.B)

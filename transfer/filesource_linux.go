@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -21,17 +20,20 @@ const directAlign = 4096
 // source reads the pieces of a file. For an *os.File open for reading it asks the kernel which
 // pieces are in the page cache (cachestat, Linux 6.5; mincore of a read-only mapping of the range
 // before that), in the system's pages. A cached piece is read with pread straight into its pinned
-// staging buffer: staging a mapping of the file through the engine instead was slower
-// (BenchmarkFileToDevice's warm/ratio compares the file with its mapping through ToDevice). A
-// piece that is not cached is read with O_DIRECT from a second, read-only descriptor of the file
-// straight into the pinned buffer, skipping the page cache's copy and its readahead; each lane of
-// the transfer keeps one such read in flight, which kept the disk busier than fewer reads at once
-// or buffered reads (BenchmarkFileCold compares them, and larger pieces). A buffered read with
-// RWF_NOWAIT as the probe halved the cold rate (it starts readahead of what it misses, read a
-// second time by O_DIRECT). O_DIRECT turns itself off, for the rest of the transfer, at the first
-// sign that the file system does not have it (EINVAL), and so does a probe that the kernel does not
-// have; then uncached pieces go through ReadAt (the page cache), and with no probe every piece
-// counts as cached. Any other io.ReaderAt is read through its ReadAt.
+// staging buffer: staging a mapping of the file through the engine instead was slower, and so was
+// reading the piece through a small buffer that stays in the processor's cache and streaming that
+// into staging (BenchmarkFileToDevice's warm/ratio compares the file with its mapping, made once,
+// through ToDevice; what keeps it below the mapping is the kernel's copy, whose rate grows with the
+// lanes: warm/pinpool-16lanes). A piece that is not cached is read with O_DIRECT from a second,
+// read-only descriptor of the file straight into the pinned buffer, skipping the page cache's copy
+// and its readahead; each lane of the transfer keeps one such read in flight, which kept the disk
+// as busy as the other counts and sizes of reads measured, and busier than buffered reads
+// (BenchmarkFileCold compares them). A buffered read with RWF_NOWAIT as the probe halved the cold
+// rate (it starts readahead of what it misses, read a second time by O_DIRECT). O_DIRECT turns
+// itself off, for the rest of the transfer, at the first sign that the file system does not have
+// it (EINVAL), and so does a probe that the kernel does not have; then uncached pieces go through
+// ReadAt (the page cache), and with no probe every piece counts as cached. Any other io.ReaderAt is
+// read through its ReadAt.
 //
 // Only through the caller's descriptor: the O_DIRECT descriptor is opened (through /proc/self/fd,
 // read-only) only when the caller's descriptor is open for reading itself, so the transfer reads
@@ -59,8 +61,7 @@ const (
 var sourceWays = struct {
 	direct   bool
 	firstWay int32
-	bounce   int // > 0: cached pieces are read in parts of this size into a buffer that stays in the cache, then streamed into staging
-}{true, probeCachestat, 0}
+}{true, probeCachestat}
 
 // fileOf returns the *os.File behind r, if any, and its descriptor's access mode (unix.O_RDONLY,
 // O_WRONLY or O_RDWR). It asks through SyscallConn, which leaves the file as it was (Fd would put a
@@ -140,9 +141,6 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	span := (end - start + directAlign - 1) &^ (directAlign - 1)
 	if !s.useDirect.Load() || span > int64(len(buf)) || s.inCache(off, end) {
 		s.cached.Add(int64(n))
-		if bs := sourceWays.bounce; bs > 0 {
-			return readBounced(ctx, s.r, buf[:n], off, bs)
-		}
 		return readFullAt(ctx, s.r, buf[:n], off)
 	}
 	k, err := s.direct.ReadAt(buf[:span], start) // loops until span bytes or the end of the file
@@ -211,25 +209,3 @@ func (s *source) mincoreCached(start, end, pg int64) (bool, error) {
 	}
 	return true, nil
 }
-
-// readBounced reads b at off in parts of bs bytes into a buffer that stays in the processor's cache,
-// each part then streamed into b (non-temporal stores), as the engine writes its staging.
-func readBounced(ctx context.Context, r io.ReaderAt, b []byte, off int64, bs int) ([]byte, error) {
-	p, _ := bounces.Get().(*[]byte)
-	if p == nil || len(*p) != bs {
-		q := make([]byte, bs)
-		p = &q
-	}
-	defer bounces.Put(p)
-	for k := 0; k < len(b); {
-		m := min(bs, len(b)-k)
-		if _, err := readFullAt(ctx, r, (*p)[:m], off+int64(k)); err != nil {
-			return nil, err
-		}
-		streamBytes(b[k:k+m], (*p)[:m])
-		k += m
-	}
-	return b, nil
-}
-
-var bounces sync.Pool
