@@ -31,8 +31,9 @@
 //     of its own.
 //
 // Streams (ToDeviceFrom, FromDeviceTo) and files (ToDeviceFromFile, FromDeviceToFile) move through
-// the same staging and lanes in pieces of Options.ChunkSize; a file's ranges in the page cache go
-// the staged path from a mapping of the file.
+// the same staging and lanes in pieces of Options.ChunkSize, each read or written straight into or
+// out of its staging buffer (a file's pieces in the page cache with pread, the others with
+// O_DIRECT), and count as one transfer under PathStream.
 //
 // The path of most bytes of a copy is reported by Copier.PathOf and counted, per direction, in
 // Copier.Stats, with the bytes, the time, the staging waits and the achieved bandwidth.

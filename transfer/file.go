@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/pinpool/pinpool/cuda"
 )
@@ -15,24 +16,28 @@ import (
 // each into a pinned staging buffer, while earlier pieces are copied to the device; the pinned
 // memory held stays within the copier's window whatever n is.
 //
-// For an *os.File on Linux (open for reading, else ErrFileMode), a range that is in the page cache
-// is staged from a read-only mapping of the caller's descriptor, as ToDevice stages a []byte; one
-// that is not is read with O_DIRECT into the page-aligned buffer (from a second, read-only
-// descriptor of the same file, opened only because the caller's is open for reading), which skips
-// the page cache's copy; where the file system refuses O_DIRECT (tmpfs, some network file systems)
-// or the range is not aligned for it, the piece is read through the page cache. A file cut short
-// during the transfer ends it with an error wrapping ErrFileChanged and io.ErrUnexpectedEOF, never
-// with a crash.
+// For an *os.File on Linux (open for reading, else ErrFileMode), a piece that is in the page cache
+// is read from it (pread); one that is not is read with O_DIRECT into the page-aligned buffer (from
+// a second, read-only descriptor of the same file, opened only because the caller's is open for
+// reading), which skips the page cache's copy; where the file system refuses O_DIRECT (tmpfs, some
+// network file systems) or the range is not aligned for it, the piece is read through the page
+// cache.
 //
 // A range past the end of the file (for an *os.File, or a reader with a Size method such as
 // *bytes.Reader) is refused before anything moves with an error wrapping ErrInvalidRange and
-// io.ErrUnexpectedEOF; a file that ends early anyway ends the transfer with io.ErrUnexpectedEOF; a
-// read error, ctx ending (no further piece is started; the pieces in flight complete) or Close end
-// it with an error wrapping theirs; a ReadAt that breaks its contract with ErrContract. A nil ctx
-// never ends.
+// io.ErrUnexpectedEOF; such a file cut short during the transfer ends it with an error wrapping
+// ErrFileChanged and io.ErrUnexpectedEOF, and a reader of no known size that ends early with
+// io.ErrUnexpectedEOF. A read error, ctx ending (no further piece is started; the pieces in flight
+// complete) or Close end it with an error wrapping theirs; a ReadAt that breaks its contract with
+// ErrContract. A nil ctx never ends.
 func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.ReaderAt, off, n int64) (int64, error) {
+	checked := false
 	if f != nil && n > 0 {
-		if err := checkReadable("ToDeviceFromFile", f, off, n); err != nil {
+		err := checkReadable("ToDeviceFromFile", f)
+		if err == nil {
+			checked, err = checkSize("ToDeviceFromFile", f, off, n)
+		}
+		if err != nil {
 			return 0, err
 		}
 	}
@@ -40,48 +45,17 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	if err != nil || run == nil {
 		return 0, err
 	}
-	ctx, ps, p := run.ctx, run.ps, run.p
-	src := openSource(f, off, n)
+	src := openSource(f)
 	defer src.close()
-	// Runs of pieces in the page cache go from the mapping through the staged engine, as ToDevice
-	// of the mapping would; the others are read into staging (O_DIRECT or ReadAt) on the same
-	// lanes.
-	mapped := func(pc piece) bool { return src.mapBytes(pc.off, pc.off+int64(pc.n)) != nil }
-	for i := 0; i < ps.count && !p.stop.Load(); {
-		// One probe for the whole range first: a warm file is one run. (Only first: probing all that
-		// is left at every run would cost a mixed file time quadratic in its size.)
-		m, j := true, ps.count
-		if i > 0 || src.mapBytes(off, off+n) == nil {
-			m, j = mapped(ps.at(i)), i+1
-			for j < ps.count && mapped(ps.at(j)) == m {
-				j++
-			}
+	run.move(c.opt.Lanes, func(pc piece, buf []byte) ([]byte, error) {
+		b, err := src.readAt(run.ctx, buf, pc.off, pc.n)
+		if checked && errors.Is(err, io.ErrUnexpectedEOF) {
+			// The range was checked against the file's size: the file is shorter now.
+			err = fmt.Errorf("%w: %w", ErrFileChanged, err)
 		}
-		first, last := ps.at(i), ps.at(j-1)
-		var b []byte
-		if m {
-			b = src.mapBytes(first.off, last.off+int64(last.n)) // nil: evicted since
-		}
-		if b != nil {
-			err := c.live(ctx)
-			if err == nil {
-				err = c.segment(ctx, op{HostToDevice, dst + cuda.DevicePtr(first.pos), b}, PathStaged)
-			}
-			if err != nil {
-				p.fail(src.fileFault(err))
-				break
-			}
-			for k := i; k < j; k++ {
-				p.complete(k, ps.at(k).n)
-			}
-		} else {
-			c.runPieces(ctx, HostToDevice, dst, ps, i, j, c.opt.Lanes, p, func(pc piece, buf []byte) ([]byte, error) {
-				return src.readAt(ctx, buf, pc.off, pc.n)
-			}, nil)
-		}
-		i = j
-	}
-	return run.finish(p.result(fmt.Sprintf("file to device, offset %d", off), n))
+		return b, err
+	}, nil)
+	return run.finish(run.p.arrived(), fmt.Sprintf("file to device, offset %d", off))
 }
 
 // FromDeviceToFile copies n bytes from the device at src into f at offset off, and returns how many
@@ -102,8 +76,7 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 	if err != nil || run == nil {
 		return 0, err
 	}
-	ctx, ps, p := run.ctx, run.ps, run.p
-	c.runPieces(ctx, DeviceToHost, src, ps, 0, ps.count, c.opt.Lanes, p, func(pc piece, buf []byte) ([]byte, error) {
+	run.move(c.opt.Lanes, func(pc piece, buf []byte) ([]byte, error) {
 		return buf[:pc.n:pc.n], nil
 	}, func(pc piece, b []byte) (int, error) {
 		m, err := caught("WriteAt", func() (int, error) { return f.WriteAt(b, pc.off) })
@@ -112,50 +85,42 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 		}
 		return len(b), nil
 	})
-	return run.finish(p.result(fmt.Sprintf("device to file, offset %d", off), n))
+	return run.finish(run.p.arrived(), fmt.Sprintf("device to file, offset %d", off))
 }
 
 // sized is a reader that knows its size, as *bytes.Reader and *io.SectionReader do.
 type sized interface{ Size() int64 }
 
-// checkRange refuses [off, off+n) of a file of size bytes that ends past it, for the call what.
-func checkRange(what string, off, n, size int64) error {
-	if off > size || n > size-off {
-		return fmt.Errorf("%w: %s: %d bytes at offset %d of a file of %d: %w", ErrInvalidRange, what, n, off, size, io.ErrUnexpectedEOF)
+// checkSize refuses (for the call what) [off, off+n) of r past the end of a regular file or of a
+// reader with a Size, and reports whether r had a size to check the range against.
+func checkSize(what string, r io.ReaderAt, off, n int64) (bool, error) {
+	size := int64(-1)
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+	} else if s, ok := r.(sized); ok {
+		size = s.Size()
 	}
-	return nil
+	switch {
+	case size < 0:
+		return false, nil
+	case off > size || n > size-off:
+		return false, fmt.Errorf("%w: %s: %d bytes at offset %d of a file of %d: %w", ErrInvalidRange, what, n, off, size, io.ErrUnexpectedEOF)
+	}
+	return true, nil
 }
 
-// readFullAt reads len(b) bytes of r at off, trusting no count; a short file is an error wrapping
-// io.ErrUnexpectedEOF that says where it ended. A short read with no error, which io.ReaderAt does
-// not allow, is read on from where it stopped; a count below 0 or above what was asked, or a run of
-// empty reads, is ErrContract; ctx ending between reads ends it.
-func readFullAt(ctx context.Context, r io.ReaderAt, b []byte, off int64) error {
-	k, empty := 0, 0
-	for k < len(b) {
-		want := len(b) - k
-		m, err := caught("ReadAt", func() (int, error) { return r.ReadAt(b[k:], off+int64(k)) })
-		if m < 0 || m > want {
-			return fmt.Errorf("%w: ReadAt of %d bytes at %d returned %d", ErrContract, want, off+int64(k), m)
-		}
-		k += m
-		switch {
-		case k == len(b):
-			return nil
-		case err == nil && m == 0:
-			if empty++; empty >= emptyReads {
-				return fmt.Errorf("%w: %d ReadAt calls in a row at %d returned no byte and no error: %w", ErrContract, empty, off+int64(k), io.ErrNoProgress)
-			}
-		case err == nil:
-			empty = 0
-		case errors.Is(err, io.EOF):
-			return fmt.Errorf("the file ends at %d, before %d: %w", off+int64(k), off+int64(len(b)), io.ErrUnexpectedEOF)
-		default:
-			return fmt.Errorf("reading at %d: %w", off+int64(k), err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+// readFullAt reads len(b) bytes of r at off into b and returns them, or nil and an error, trusting
+// no count (readChecked, through an io.SectionReader): a short file is an error wrapping
+// io.ErrUnexpectedEOF that says where it ended.
+func readFullAt(ctx context.Context, r io.ReaderAt, b []byte, off int64) ([]byte, error) {
+	k, err := readChecked(ctx, "ReadAt", io.NewSectionReader(r, off, int64(len(b))), b)
+	switch {
+	case err == nil:
+		return b, nil
+	case errors.Is(err, io.EOF):
+		return nil, fmt.Errorf("the file ends at %d, before %d: %w", off+int64(k), off+int64(len(b)), io.ErrUnexpectedEOF)
 	}
-	return nil
+	return nil, fmt.Errorf("reading at %d: %w", off+int64(k), err)
 }

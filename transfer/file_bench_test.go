@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,124 +19,95 @@ import (
 // large file) to the device and back, in the same run:
 //
 //	warm/ratio: the file in the page cache, through ToDeviceFromFile and
-//	  mapped (mmap) through ToDevice, each iteration both ways; it reports
-//	  both rates and file/mmap, the figure issue 31 wants at >= 0.95;
-//	warm/mapped: ToDeviceFromFile with the cached pieces staged from a
-//	  mapping of the file by the engine, the way pread replaced;
-//	  warm/mmap-fresh+ToDevice the engine on a mapping made for each
-//	  call, as ToDeviceFromFile makes one (the ceiling of a warm load);
-//	  warm/mapped+8lanes a copier of Lanes 4;
+//	  mapped (mmap, once) through ToDevice of the same copier, each
+//	  iteration both ways (after one of each untimed); it reports both
+//	  rates and file/mmap, the figure issue 31 wants at >= 0.95;
+//	warm/pinpool, warm/mmap: each of the two alone; warm/pinpool-16lanes
+//	  a copier of 16 lanes (the default is at most 8), warm/pinpool-4MiB
+//	  one of 4 MiB pieces;
 //	warm/readfile+driver: what a Go program does without pinpool
 //	  (os.ReadFile, then the driver's copy of that pageable memory);
-//	cold/...: the same after the file was dropped from the page cache
-//	  (fsync, then POSIX_FADV_DONTNEED) before each iteration;
-//	to-file/...: FromDeviceToFile into a new file beside a buffered write
-//	  (one write(2) of the same bytes from Go memory) and an O_DIRECT write
-//	  of them (4 MiB writes from aligned memory), each after the previous
-//	  file's pages were written out.
+//	to-file/...: FromDeviceToFile into a new file (pinpool, and
+//	  pinpool-1lane by a copier of one lane, which writes the pieces in
+//	  order) beside a buffered write (one write(2) of the same bytes from
+//	  Go memory) and an O_DIRECT write of them (4 MiB writes from aligned
+//	  memory), each after the previous file's pages were written out.
+//
+// Every copier is made with Prewarm, so that no way's first transfer pays
+// the pool's growth. BenchmarkFileCold reads the file from the disk.
 //
 //	PINPOOL_BENCH_FILE=/data/model.safetensors go test -run '^$' -bench FileToDevice -benchtime 3x ./transfer
 func BenchmarkFileToDevice(b *testing.B) {
 	g, f, n, d := benchFile(b)
 	path := f.Name()
-	c := g.copier(b, Options{})
-	c4 := g.copier(b, Options{Lanes: 4})
+	c := g.copier(b, Options{Prewarm: true})
 	ctx := context.Background()
-	warm := func() {
-		if _, err := os.ReadFile(path); err != nil {
-			b.Fatal(err)
-		}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		b.Fatal(err)
 	}
-	fromFile := func(b *testing.B) {
-		if got, err := c.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n); err != nil || got != n {
-			b.Fatalf("%d bytes, %v", got, err)
-		}
-	}
-	plain := func(b *testing.B) {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := g.ctx.CopyHtoD(d.Ptr(), data); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.Run("warm/ratio", func(b *testing.B) {
-		m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer unix.Munmap(m)
-		warm()
-		var tFile, tMap time.Duration
-		b.SetBytes(2 * n)
-		for b.Loop() {
-			t0 := time.Now()
-			fromFile(b)
-			t1 := time.Now()
-			if err := c.ToDevice(ctx, d.Ptr(), m); err != nil {
-				b.Fatal(err)
-			}
-			tFile, tMap = tFile+t1.Sub(t0), tMap+time.Since(t1)
-		}
-		b.ReportMetric(float64(n)*float64(b.N)/tFile.Seconds()/1e9, "file-GB/s")
-		b.ReportMetric(float64(n)*float64(b.N)/tMap.Seconds()/1e9, "mmap-GB/s")
-		b.ReportMetric(tMap.Seconds()/tFile.Seconds(), "file/mmap")
-	})
-	with := func(set func(on bool)) func(*testing.B) {
+	defer unix.Munmap(m)
+	load := func(c *Copier) func(*testing.B) {
 		return func(b *testing.B) {
-			set(true)
-			defer set(false)
-			fromFile(b)
+			if got, err := c.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n); err != nil || got != n {
+				b.Fatalf("%d bytes, %v", got, err)
+			}
 		}
 	}
-	mapped := with(func(on bool) { sourceWays.mapped = on })
-	freshMap := func(b *testing.B) { // what ToDeviceFromFile's mapping costs the engine: made, faulted and unmapped each time
-		m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer unix.Munmap(m)
+	fromFile := load(c)
+	fromMap := func(b *testing.B) {
 		if err := c.ToDevice(ctx, d.Ptr(), m); err != nil {
 			b.Fatal(err)
 		}
 	}
+	warm := func(b *testing.B) { // the file into the page cache
+		if _, err := io.CopyBuffer(io.Discard, io.NewSectionReader(f, 0, n), make([]byte, 4<<20)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("warm/ratio", func(b *testing.B) {
+		warm(b)
+		// Each way once before the clock (the copier's staging grown, its lanes started), then
+		// both in every iteration, the first of them taking turns.
+		ways := [2]func(*testing.B){fromFile, fromMap}
+		ways[0](b)
+		ways[1](b)
+		var took [2]time.Duration
+		b.SetBytes(2 * n)
+		for i := 0; b.Loop(); i++ {
+			for k := range 2 {
+				w := (i + k) % 2
+				t0 := time.Now()
+				ways[w](b)
+				took[w] += time.Since(t0)
+			}
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/took[0].Seconds()/1e9, "file-GB/s")
+		b.ReportMetric(float64(n)*float64(b.N)/took[1].Seconds()/1e9, "mmap-GB/s")
+		b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "file/mmap")
+	})
 	for _, way := range []struct {
 		name string
 		run  func(*testing.B)
 	}{
-		{"mmap-fresh+ToDevice", freshMap},
-		{"mapped+8lanes", func(b *testing.B) { // a copier of Lanes 4 (the name is kept for comparison)
-			if got, err := c4.ToDeviceFromFile(ctx, d.Ptr(), f, 0, n); err != nil || got != n {
-				b.Fatalf("%d bytes, %v", got, err)
+		{"pinpool", fromFile},
+		{"mmap", fromMap},
+		{"pinpool-16lanes", load(g.copier(b, Options{Lanes: 16, WindowBytes: 64 << 20, Prewarm: true}))},
+		{"pinpool-4MiB", load(g.copier(b, Options{ChunkSize: 4 << 20, WindowBytes: 64 << 20, Prewarm: true}))},
+		{"readfile+driver", func(b *testing.B) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := g.ctx.CopyHtoD(d.Ptr(), data); err != nil {
+				b.Fatal(err)
 			}
 		}},
 	} {
 		b.Run("warm/"+way.name, func(b *testing.B) {
-			warm()
+			warm(b)
 			b.SetBytes(n)
 			for b.Loop() {
-				way.run(b)
-			}
-		})
-	}
-	for _, way := range []struct {
-		name string
-		run  func(*testing.B)
-	}{{"pinpool", fromFile}, {"mapped", mapped}, {"readfile+driver", plain}} {
-		b.Run("warm/"+way.name, func(b *testing.B) {
-			warm()
-			b.SetBytes(n)
-			for b.Loop() {
-				way.run(b)
-			}
-		})
-		b.Run("cold/"+way.name, func(b *testing.B) {
-			b.SetBytes(n)
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				dropCache(b, f)
-				b.StartTimer()
 				way.run(b)
 			}
 		})
@@ -170,6 +142,14 @@ func BenchmarkFileToDevice(b *testing.B) {
 			}
 		})
 	})
+	c1 := g.copier(b, Options{Lanes: 1, Prewarm: true})
+	b.Run("to-file/pinpool-1lane", func(b *testing.B) {
+		toFile(b, 0, func(w *os.File) {
+			if got, err := c1.FromDeviceToFile(ctx, w, 0, d.Ptr(), n); err != nil || got != n {
+				b.Fatalf("%d bytes, %v", got, err)
+			}
+		})
+	})
 	b.Run("to-file/buffered-write", func(b *testing.B) {
 		toFile(b, 0, func(w *os.File) {
 			if _, err := w.Write(host); err != nil {
@@ -195,44 +175,42 @@ func BenchmarkFileToDevice(b *testing.B) {
 }
 
 // BenchmarkFileCold reads $PINPOOL_BENCH_FILE to the device from a cold
-// page cache, every way the file source can read it: the default (the
-// probe, then O_DIRECT at most sourceWays.directLanes reads at once), the
-// buffered read (no O_DIRECT: pread through the page cache), O_DIRECT with
-// 2 to 16 reads at once, with 4 lanes (Options.Lanes), and with pieces
-// of 4 MiB (Options.ChunkSize): which of the read size, the reads at once
-// and the lanes makes the cold rate, the measurements behind the default.
+// page cache (dropped before each iteration), the default way beside the
+// others the file source could take, in the same run, so that the default
+// shows it is the fastest: buffered reads (no O_DIRECT: pread through the
+// page cache, which reads ahead), and O_DIRECT with fewer and more reads at
+// once (each lane keeps one in flight: Options.Lanes) and larger pieces
+// (Options.ChunkSize).
+//
+//	PINPOOL_BENCH_FILE=/data/model.safetensors go test -run '^$' -bench FileCold -benchtime 1x -count 3 ./transfer
 func BenchmarkFileCold(b *testing.B) {
 	g, f, n, d := benchFile(b)
-	defer func() {
-		sourceWays.direct, sourceWays.firstWay, sourceWays.mapped, sourceWays.directLanes = true, probeCachestat, false, 4
-	}()
+	defer func() { sourceWays.direct = true }()
 	for _, v := range []struct {
 		name         string
-		direct       bool
-		mapped       bool
-		directLanes  int
+		buffered     bool
 		chunk, lanes int
 	}{
-		{"default/2MiB/4reads", true, false, 4, 0, 0},
-		{"buffered/2MiB/pread", false, false, 4, 0, 0},
-		{"direct/2MiB/2reads", true, false, 2, 0, 0},
-		{"direct/2MiB/8reads", true, false, 8, 0, 0},
-		{"direct/2MiB/16reads", true, false, 16, 0, 0},
-		{"direct/2MiB/4lanes", true, false, 4, 0, 4},
-		{"direct/4MiB/4reads", true, false, 4, 4 << 20, 0},
-		{"direct/4MiB/4lanes", true, false, 4, 4 << 20, 4},
+		{"default", false, 0, 0},
+		{"buffered-2MiB-8lanes", true, 2 << 20, 8},
+		{"buffered-8MiB-8lanes", true, 8 << 20, 8},
+		{"direct-2MiB-2lanes", false, 2 << 20, 2},
+		{"direct-2MiB-4lanes", false, 2 << 20, 4},
+		{"direct-2MiB-16lanes", false, 2 << 20, 16},
+		{"direct-4MiB-8lanes", false, 4 << 20, 8},
+		{"direct-8MiB-8lanes", false, 8 << 20, 8},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			sourceWays.direct, sourceWays.mapped, sourceWays.directLanes = v.direct, v.mapped, v.directLanes
-			opt := Options{ChunkSize: v.chunk, Lanes: v.lanes}
-			if v.chunk > 0 && v.lanes > 0 {
+			sourceWays.direct = !v.buffered
+			opt := Options{ChunkSize: v.chunk, Lanes: v.lanes, Prewarm: true}
+			if v.chunk > 0 {
 				opt.WindowBytes = int64(v.chunk * 2 * v.lanes)
 			}
 			c := g.copier(b, opt)
 			b.SetBytes(n)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				dropCache(b, f)
+				dropCache(b, f, 0, 0)
 				b.StartTimer()
 				if got, err := c.ToDeviceFromFile(context.Background(), d.Ptr(), f, 0, n); err != nil || got != n {
 					b.Fatalf("%d bytes, %v", got, err)
@@ -261,14 +239,4 @@ func benchFile(b *testing.B) (*gpu, *os.File, int64, *cuda.DeviceMem) {
 		b.Fatal(err)
 	}
 	return g, f, fi.Size(), g.devMem(b, int(fi.Size()))
-}
-
-// dropCache drops f from the page cache (synced first, so that its pages
-// are clean), so that the next read comes from the disk.
-func dropCache(b *testing.B, f *os.File) {
-	b.Helper()
-	f.Sync()
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		b.Fatal(err)
-	}
 }

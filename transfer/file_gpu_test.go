@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/cudahost"
 	"github.com/pinpool/pinpool/safetensors"
@@ -26,8 +24,7 @@ func TestGPUFileRoundTrip(t *testing.T) {
 	const n = 64<<20 + 4097
 	data := randomBytes(n+333, 11)
 	f := writeTemp(t, data)
-	f.Sync()
-	unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	dropCache(t, f, 0, 0)
 	d := g.devMem(t, n)
 	for _, pass := range []string{"cold", "warm"} {
 		if got, err := c.ToDeviceFromFile(context.Background(), d.Ptr(), f, 333, n); err != nil || got != n {

@@ -13,38 +13,37 @@ import (
 )
 
 // directAlign is the alignment of O_DIRECT reads: offset, length and memory, 4 KiB, which covers
-// every logical block size in use. The page-cache probe and the mapping use the system's page size
-// instead (os.Getpagesize), which is larger on some arm64 systems.
+// every logical block size in use. The page-cache probe uses the system's page size instead
+// (os.Getpagesize), which is larger on some arm64 systems.
 const directAlign = 4096
 
 // source reads the pieces of a file. For an *os.File open for reading it asks the kernel which
 // pieces are in the page cache (cachestat, Linux 6.5; mincore of a read-only mapping of the range
-// before that). Cached pieces are read with pread straight into pinned pieces, each lane keeping
-// its pieces' copies in flight; staging them from the mapping by the engine (sourceWays.mapped)
-// was slower (BenchmarkFileToDevice: warm/ratio compares the file with its mapping through
-// ToDevice, warm/mapped the engine on the file's mapping). A piece that is not cached is read with O_DIRECT from a second, read-only
-// descriptor of the file straight into the pinned buffer, skipping the page cache's copy and its
-// readahead, at most directLanes reads at once (BenchmarkFileCold compares the counts and the
-// buffered read). A buffered read with RWF_NOWAIT as the probe halved the cold rate (it starts
-// readahead of what it misses, read a second time by O_DIRECT). O_DIRECT turns itself off, for the
-// rest of the transfer, at the first sign that the file system does not have it (EINVAL), and so
-// does a probe that the kernel does not have; then uncached pieces go through ReadAt (the page
-// cache), and with no probe every piece counts as cached. Any other io.ReaderAt is read through its
-// ReadAt.
+// before that), in the system's pages. A cached piece is read with pread straight into its pinned
+// staging buffer: staging a mapping of the file through the engine instead was slower, and so was
+// reading the piece through a small buffer that stays in the processor's cache and streaming that
+// into staging (BenchmarkFileToDevice's warm/ratio compares the file with its mapping, made once,
+// through ToDevice; what keeps it below the mapping is the kernel's copy, whose rate grows with the
+// lanes: warm/pinpool-16lanes). A piece that is not cached is read with O_DIRECT from a second,
+// read-only descriptor of the file straight into the pinned buffer, skipping the page cache's copy
+// and its readahead; each lane of the transfer keeps one such read in flight, which kept the disk
+// as busy as the other counts and sizes of reads measured, and busier than buffered reads
+// (BenchmarkFileCold compares them). A buffered read with RWF_NOWAIT as the probe halved the cold
+// rate (it starts readahead of what it misses, read a second time by O_DIRECT). O_DIRECT turns
+// itself off, for the rest of the transfer, at the first sign that the file system does not have
+// it (EINVAL), and so does a probe that the kernel does not have; then uncached pieces go through
+// ReadAt (the page cache), and with no probe every piece counts as cached. Any other io.ReaderAt is
+// read through its ReadAt.
 //
-// Only through the caller's descriptor: the mapping is made from it, and the O_DIRECT descriptor is
-// opened (through /proc/self/fd, read-only) only when the caller's descriptor is open for reading
-// itself, so the transfer reads nothing the caller's descriptor could not. Writes
-// (FromDeviceToFile) go through the caller's WriteAt alone.
+// Only through the caller's descriptor: the O_DIRECT descriptor is opened (through /proc/self/fd,
+// read-only) only when the caller's descriptor is open for reading itself, so the transfer reads
+// nothing the caller's descriptor could not. Writes (FromDeviceToFile) go through the caller's
+// WriteAt alone.
 type source struct {
 	r      io.ReaderAt
 	fd     int      // the file's descriptor, for the probe; -1: none
 	size   int64    // the file's size when opened
 	direct *os.File // the same file opened with O_DIRECT; nil: none
-	slots  chan struct{}
-
-	mapped []byte // the file from mapOff, read-only; nil: none
-	mapOff int64
 
 	useDirect        atomic.Bool
 	probe            atomic.Int32 // probeCachestat, probeMincore or probeNone
@@ -58,15 +57,11 @@ const (
 )
 
 // sourceWays switches the ways of reading a file on and off, for benchmarks and tests that compare
-// them: O_DIRECT, the probe to start with, the mapping (off, the default: cached pieces are read
-// with pread),
-// and how many O_DIRECT reads one transfer runs at once.
+// them: O_DIRECT, and the probe to start with.
 var sourceWays = struct {
-	direct      bool
-	firstWay    int32
-	mapped      bool
-	directLanes int
-}{true, probeCachestat, false, 4}
+	direct   bool
+	firstWay int32
+}{true, probeCachestat}
 
 // fileOf returns the *os.File behind r, if any, and its descriptor's access mode (unix.O_RDONLY,
 // O_WRONLY or O_RDWR). It asks through SyscallConn, which leaves the file as it was (Fd would put a
@@ -88,21 +83,10 @@ func fileOf(r any) (*os.File, int, bool) {
 	return f, fl & unix.O_ACCMODE, true
 }
 
-// checkReadable refuses a transfer (the call what) of [off, off+n) of r that r cannot give: an
-// *os.File not open for reading, or a range past the end of a regular file or of a reader with a
-// Size.
-func checkReadable(what string, r io.ReaderAt, off, n int64) error {
-	if f, mode, ok := fileOf(r); ok {
-		if mode == unix.O_WRONLY {
-			return fmt.Errorf("%w: %s: %s is open for writing only", ErrFileMode, what, f.Name())
-		}
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			return checkRange(what, off, n, fi.Size())
-		}
-		return nil
-	}
-	if s, ok := r.(sized); ok {
-		return checkRange(what, off, n, s.Size())
+// checkReadable refuses (for the call what) an *os.File open for writing only.
+func checkReadable(what string, r io.ReaderAt) error {
+	if f, mode, ok := fileOf(r); ok && mode == unix.O_WRONLY {
+		return fmt.Errorf("%w: %s: %s is open for writing only", ErrFileMode, what, f.Name())
 	}
 	return nil
 }
@@ -115,9 +99,9 @@ func checkWritable(what string, w io.WriterAt) error {
 	return nil
 }
 
-// openSource prepares the reads of [off, off+n) of r (checked by checkReadable).
-func openSource(r io.ReaderAt, off, n int64) *source {
-	s := &source{r: r, fd: -1, slots: make(chan struct{}, max(1, sourceWays.directLanes))}
+// openSource prepares the reads of r (checked by checkReadable).
+func openSource(r io.ReaderAt) *source {
+	s := &source{r: r, fd: -1}
 	f, mode, ok := fileOf(r)
 	if !ok || mode == unix.O_WRONLY {
 		return s
@@ -128,12 +112,6 @@ func openSource(r io.ReaderAt, off, n int64) *source {
 	}
 	s.fd, s.size = int(f.Fd()), fi.Size()
 	s.probe.Store(sourceWays.firstWay)
-	if pg := int64(os.Getpagesize()); sourceWays.mapped {
-		start, end := off&^(pg-1), min(off+n, s.size)
-		if m, err := unix.Mmap(s.fd, start, int(end-start), unix.PROT_READ, unix.MAP_SHARED); err == nil {
-			s.mapped, s.mapOff = m, start
-		}
-	}
 	if !sourceWays.direct {
 		return s
 	}
@@ -152,9 +130,6 @@ func (s *source) close() {
 	if s.direct != nil {
 		s.direct.Close()
 	}
-	if s.mapped != nil {
-		unix.Munmap(s.mapped)
-	}
 }
 
 // readAt reads n bytes at off into the staging buffer buf (page-aligned, ChunkSize bytes) and
@@ -164,22 +139,11 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	start := off &^ (directAlign - 1)
 	end := off + int64(n)
 	span := (end - start + directAlign - 1) &^ (directAlign - 1)
-	if s.fd < 0 {
+	if !s.useDirect.Load() || span > int64(len(buf)) || s.inCache(off, end) {
 		s.cached.Add(int64(n))
-		return s.plain(ctx, buf[:n], off)
-	}
-	cached := s.inCache(off, end)
-	if cached || span > int64(len(buf)) || !s.useDirect.Load() {
-		s.cached.Add(int64(n))
-		return s.plain(ctx, buf[:n], off)
-	}
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		return readFullAt(ctx, s.r, buf[:n], off)
 	}
 	k, err := s.direct.ReadAt(buf[:span], start) // loops until span bytes or the end of the file
-	<-s.slots
 	if err == nil || errors.Is(err, io.EOF) {
 		if got := start + int64(k); got < end {
 			return nil, fmt.Errorf("the file ends at %d, before %d: %w", got, end, io.ErrUnexpectedEOF)
@@ -193,33 +157,6 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	}
 	s.useDirect.Store(false) // the file system takes no O_DIRECT here
 	return s.readAt(ctx, buf, off, n)
-}
-
-// mapBytes returns [lo, hi) of the file from its mapping when the mapping covers it (the file may
-// have shrunk before it was mapped) and the range is in the page cache, else nil.
-func (s *source) mapBytes(lo, hi int64) []byte {
-	if s.mapped == nil || hi-s.mapOff > int64(len(s.mapped)) || !s.inCache(lo, hi) {
-		return nil
-	}
-	return s.mapped[lo-s.mapOff : hi-s.mapOff]
-}
-
-// fileFault turns a fault in the file's mapping (a page that the file, truncated since it was
-// mapped, no longer has) into an error wrapping ErrFileChanged and io.ErrUnexpectedEOF that names
-// its offset.
-func (s *source) fileFault(err error) error {
-	var f *sourceFault
-	if !errors.As(err, &f) || s.mapped == nil {
-		return err
-	}
-	if f.addr == 0 { // a fault reported without its address (qemu-user): somewhere in the file
-		return fmt.Errorf("%w: a page of the file is gone: %w", ErrFileChanged, io.ErrUnexpectedEOF)
-	}
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(s.mapped)))
-	if f.addr < base || f.addr-base >= uintptr(len(s.mapped)) {
-		return err
-	}
-	return fmt.Errorf("%w: the file's page at %d is gone: %w", ErrFileChanged, s.mapOff+int64(f.addr-base), io.ErrUnexpectedEOF)
 }
 
 // inCache reports whether every page of [start, end) that lies in the file is in the page cache. A
@@ -254,19 +191,13 @@ func (s *source) inCache(start, end int64) bool {
 }
 
 // mincoreCached asks mincore whether every page of [start, end) (start page-aligned) is resident,
-// on the source's mapping when it covers the range, else on a mapping of the range made for the
-// question.
+// on a read-only mapping of the range made for the question (mincore touches no page of it).
 func (s *source) mincoreCached(start, end, pg int64) (bool, error) {
-	m := []byte(nil)
-	if s.mapped != nil && start >= s.mapOff && end <= s.mapOff+int64(len(s.mapped)) {
-		m = s.mapped[start-s.mapOff : end-s.mapOff]
-	} else {
-		var err error
-		if m, err = unix.Mmap(s.fd, start, int(end-start), unix.PROT_READ, unix.MAP_SHARED); err != nil {
-			return false, err
-		}
-		defer unix.Munmap(m)
+	m, err := unix.Mmap(s.fd, start, int(end-start), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return false, err
 	}
+	defer unix.Munmap(m)
 	vec := make([]byte, (int64(len(m))+pg-1)/pg)
 	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(m))), uintptr(len(m)), uintptr(unsafe.Pointer(unsafe.SliceData(vec)))); e != 0 {
 		return false, e
@@ -277,12 +208,4 @@ func (s *source) mincoreCached(start, end, pg int64) (bool, error) {
 		}
 	}
 	return true, nil
-}
-
-// plain reads b at off through the file's ReadAt (the page cache).
-func (s *source) plain(ctx context.Context, b []byte, off int64) ([]byte, error) {
-	if err := readFullAt(ctx, s.r, b, off); err != nil {
-		return nil, err
-	}
-	return b, nil
 }

@@ -439,7 +439,8 @@ func TestStreamPanicsHoldNothing(t *testing.T) {
 
 // TestStreamCountsOneTransfer: a stream or file transfer is one transfer
 // of all its bytes in Stats, under PathStream, and Stats.Last is the whole
-// transfer, not its last piece (issue 31).
+// transfer, not its last piece (issue 31); its pieces count as the staging
+// chunks they are (they were not counted).
 func TestStreamCountsOneTransfer(t *testing.T) {
 	onDevices(t, streamOpts, func(t *testing.T, r *rig) {
 		const n = 1<<20 + 17
@@ -473,6 +474,9 @@ func TestStreamCountsOneTransfer(t *testing.T) {
 			}
 			if l := st.Last; l.Path != PathStream || l.Bytes != n || l.Direction != run.dir || l.Time <= 0 || l.GBps() <= 0 {
 				t.Fatalf("transfer %d: Last is %+v, want the whole transfer", i, l)
+			}
+			if pieces := uint64(newPieces(0, n, streamOpts.ChunkSize).count); st.Chunks-before.Chunks != pieces {
+				t.Fatalf("transfer %d: %d staging chunks counted, want its %d pieces", i, st.Chunks-before.Chunks, pieces)
 			}
 		}
 		r.closeAndCheck(t)

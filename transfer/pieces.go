@@ -85,6 +85,13 @@ func (s staging) done() {
 	s.w.release()
 }
 
+// retire gives the slot back and the buffer to the pool to retire, after a copy of it failed with
+// err: the device's use of it is unknown.
+func (s staging) retire(err error) {
+	s.buf.ReleaseAfter(failedFence{err})
+	s.w.release()
+}
+
 // pieceQueue is a stream's pieces whose asynchronous copies are issued, oldest first. A stream
 // transfer runs on its caller's goroutine alone: reads (or writes) overlap the DMA of the pieces in
 // flight, as many as the window lets it hold.
@@ -147,13 +154,13 @@ func (q *pieceQueue) issue(s staging, f queued, dev cuda.DevicePtr) error {
 	ev, unsure, err := q.c.issue(q.c.stream(q.dir), op{q.dir, dev, f.data}, PathPinned, 0, f.data)
 	if err != nil {
 		if unsure {
-			s.buf.ReleaseAfter(failedFence{err})
-			s.w.release()
+			s.retire(err)
 		} else {
 			s.done()
 		}
 		return err
 	}
+	q.c.stats.chunks.Add(1)
 	f.s, f.ev = s, ev
 	q.held = append(q.held, f)
 	return nil
@@ -176,8 +183,7 @@ func (q *pieceQueue) landOldest() bool {
 	}
 	q.land(f, err)
 	if err != nil {
-		f.s.buf.ReleaseAfter(failedFence{err})
-		f.s.w.release()
+		f.s.retire(err)
 	} else {
 		f.s.done()
 	}
@@ -253,35 +259,16 @@ func (p *progress) arrived() int64 {
 	return p.prefixBytes
 }
 
-// result is the transfer's outcome: the bytes that arrived, and the first error, said with the
-// range it ended at.
-func (p *progress) result(what string, total int64) (int64, error) {
-	return p.resultOf(p.arrived(), what, total)
-}
-
-func (p *progress) resultOf(n int64, what string, total int64) (int64, error) {
-	p.mu.Lock()
-	err := p.err
-	p.mu.Unlock()
-	if err == nil && n != total {
-		err = fmt.Errorf("%w: %d of %d bytes moved without an error", ErrContract, n, total)
-	}
-	if err == nil {
-		return n, nil
-	}
-	return n, fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, n, total, err)
-}
-
-// runPieces moves pieces from to to (exclusive) of ps between staging and the device at dev, on
-// the caller's goroutine and the copier's standing lanes of direction d (the same lanes as a
-// staged copy's), each taking the next piece, until all are done or one fails (progress.stop) or
-// ctx ends. Each lane keeps its pieces' copies in flight (pieceQueue) while it fills the next
-// staging buffer: fill returns the piece's bytes in buf (host to device, read into it; with an
-// error, what it read before); drain, when not nil, takes them once they landed (device to host)
-// and returns how many it took. With one lane the pieces are filled and drained in order.
-func (c *Copier) runPieces(ctx context.Context, d Direction, dev cuda.DevicePtr, ps pieces, from, to, lanes int, p *progress, fill func(pc piece, buf []byte) ([]byte, error), drain func(pc piece, b []byte) (int, error)) {
+// move moves the transfer's pieces between staging and the device, on the caller's goroutine and
+// up to lanes-1 of the copier's standing lanes of its direction (the same lanes as a staged
+// copy's), each taking the next piece, until all are done or one fails (progress.stop) or ctx
+// ends. Each lane keeps its pieces' copies in flight (pieceQueue) while it fills the next staging
+// buffer: fill returns the piece's bytes in buf (host to device, read into it; with an error, what
+// it read before); drain, when not nil, takes them once they landed (device to host) and returns
+// how many it took. With one lane the pieces are filled and drained in order.
+func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, error), drain func(pc piece, b []byte) (int, error)) {
+	c, ctx, d, dev, ps, p := run.c, run.ctx, run.dir, run.dev, run.ps, run.p
 	var next atomic.Int64
-	next.Store(int64(from))
 	r := &pieceRun{}
 	r.lane = func() {
 		q := &pieceQueue{c: c, ctx: ctx, dir: d, land: func(f queued, err error) {
@@ -307,7 +294,7 @@ func (c *Copier) runPieces(ctx context.Context, d Direction, dev cuda.DevicePtr,
 		defer q.drain()
 		for !p.stop.Load() {
 			i := int(next.Add(1) - 1)
-			if i >= to {
+			if i >= ps.count {
 				return
 			}
 			pc := ps.at(i)
@@ -333,7 +320,7 @@ func (c *Copier) runPieces(ctx context.Context, d Direction, dev cuda.DevicePtr,
 		}
 	}
 	l := c.lanes[d]
-	l.offer(r, min(lanes, c.opt.Slots(), to-from)-1)
+	l.offer(r, min(lanes, c.opt.Slots(), ps.count)-1)
 	r.lane()
 	l.withdraw(r)
 	r.endJoins(0)
@@ -364,16 +351,16 @@ type rangedDevice interface {
 	addressRange(p cuda.DevicePtr) (base cuda.DevicePtr, size uint64, err error)
 }
 
-// streamRun is one stream or file transfer under way: its context, pieces, progress and start,
-// counted in Stats as one transfer when it ends.
+// streamRun is one stream or file transfer under way: its context, device address, pieces,
+// progress and start, counted in Stats as one transfer when it ends.
 type streamRun struct {
-	c    *Copier
-	ctx  context.Context
-	dir  Direction
-	ps   pieces
-	p    *progress
-	t0   time.Time
-	what string
+	c   *Copier
+	ctx context.Context
+	dir Direction
+	dev cuda.DevicePtr
+	ps  pieces
+	p   *progress
+	t0  time.Time
 }
 
 // startStream checks the arguments of a stream or file transfer of n bytes between the device at
@@ -408,21 +395,32 @@ func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg strin
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	return &streamRun{c: c, ctx: ctx, dir: dir, ps: newPieces(off, n, c.opt.ChunkSize), p: newProgress(), t0: time.Now(), what: what}, nil
+	return &streamRun{c: c, ctx: ctx, dir: dir, dev: dev, ps: newPieces(off, n, c.opt.ChunkSize), p: newProgress(), t0: time.Now()}, nil
 }
 
-// finish ends the transfer on the copier and counts it in Stats: one transfer of n bytes under
-// PathStream when it moved them all, else a failure or a cancellation.
-func (r *streamRun) finish(n int64, err error) (int64, error) {
+// finish ends the transfer on the copier and returns its outcome: moved bytes arrived (the pieces
+// complete from the start, or what the writer took), and the first error, said with what (the
+// range) and the count. It counts the transfer in Stats: one transfer of its bytes under PathStream
+// when it moved them all, else a failure or a cancellation.
+func (r *streamRun) finish(moved int64, what string) (int64, error) {
+	r.p.mu.Lock()
+	err := r.p.err
+	r.p.mu.Unlock()
+	if err == nil && moved != r.ps.n {
+		err = fmt.Errorf("%w: %d of %d bytes moved without an error", ErrContract, moved, r.ps.n)
+	}
+	if err != nil {
+		err = fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, moved, r.ps.n, err)
+	}
 	dt := time.Since(r.t0)
 	switch {
 	case err == nil:
-		r.c.stats.record(r.dir, PathStream, int(n), dt)
+		r.c.stats.record(r.dir, PathStream, int(moved), dt)
 	case r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()):
 		r.c.stats.canceled.Add(1)
 	default:
 		r.c.stats.failed.Add(1)
 	}
 	r.c.end()
-	return n, err
+	return moved, err
 }

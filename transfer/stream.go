@@ -29,10 +29,9 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 	if err != nil || run == nil {
 		return 0, err
 	}
-	ctx, ps, p := run.ctx, run.ps, run.p
-	c.runPieces(ctx, HostToDevice, dst, ps, 0, ps.count, 1, p, func(pc piece, buf []byte) ([]byte, error) {
+	run.move(1, func(pc piece, buf []byte) ([]byte, error) {
 		b := buf[:pc.n:pc.n]
-		k, err := readChecked(ctx, r, b)
+		k, err := readChecked(run.ctx, "Read", r, b)
 		switch {
 		case err == nil:
 			return b, nil
@@ -43,7 +42,7 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 		}
 		return b[:k], err
 	}, nil)
-	return run.finish(p.result("reader to device", n))
+	return run.finish(run.p.arrived(), "reader to device")
 }
 
 // emptyReads is how many reads in a row may return no byte and no error before a transfer gives up
@@ -53,17 +52,18 @@ const emptyReads = 100
 // readChecked fills b from r, as io.ReadFull, and returns how many bytes of b hold what r gave. It
 // trusts no count: one below 0 or above what was asked ends it with ErrContract, without the bytes
 // of that read; a run of empty reads ends it with ErrContract and io.ErrNoProgress; ctx ending
-// between reads ends it with ctx's error; a panic in r with ErrCallbackPanic.
-func readChecked(ctx context.Context, r io.Reader, b []byte) (int, error) {
+// between reads ends it with ctx's error; a panic in r with ErrCallbackPanic. what names the
+// caller's method in its errors.
+func readChecked(ctx context.Context, what string, r io.Reader, b []byte) (int, error) {
 	k, empty := 0, 0
 	for k < len(b) {
 		if err := ctx.Err(); err != nil {
 			return k, err
 		}
 		want := len(b) - k
-		m, err := caught("Read", func() (int, error) { return r.Read(b[k:]) })
+		m, err := caught(what, func() (int, error) { return r.Read(b[k:]) })
 		if m < 0 || m > want {
-			return k, fmt.Errorf("%w: Read of %d bytes returned %d", ErrContract, want, m)
+			return k, fmt.Errorf("%w: %s of %d bytes returned %d", ErrContract, what, want, m)
 		}
 		k += m
 		switch {
@@ -73,7 +73,7 @@ func readChecked(ctx context.Context, r io.Reader, b []byte) (int, error) {
 			return k, err
 		case m == 0:
 			if empty++; empty >= emptyReads {
-				return k, fmt.Errorf("%w: %d reads in a row returned no byte and no error: %w", ErrContract, empty, io.ErrNoProgress)
+				return k, fmt.Errorf("%w: %d %s calls in a row returned no byte and no error: %w", ErrContract, empty, what, io.ErrNoProgress)
 			}
 		default:
 			empty = 0
@@ -117,11 +117,10 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 	if err != nil || run == nil {
 		return 0, err
 	}
-	ctx, ps, p := run.ctx, run.ps, run.p
 	// The writer is called on one goroutine, in order, as each piece lands, so the count of what it
 	// took is exact, whatever ends the transfer meanwhile.
 	var written int64
-	c.runPieces(ctx, DeviceToHost, src, ps, 0, ps.count, 1, p, func(pc piece, buf []byte) ([]byte, error) {
+	run.move(1, func(pc piece, buf []byte) ([]byte, error) {
 		return buf[:pc.n:pc.n], nil
 	}, func(pc piece, b []byte) (int, error) {
 		k, err := writeChecked(w, b)
@@ -131,5 +130,5 @@ func (c *Copier) FromDeviceTo(ctx context.Context, w io.Writer, src cuda.DeviceP
 		}
 		return k, nil
 	})
-	return run.finish(p.resultOf(written, "device to writer", n))
+	return run.finish(written, "device to writer")
 }

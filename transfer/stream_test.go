@@ -34,6 +34,19 @@ func writeTemp(t testing.TB, data []byte) *os.File {
 	return f
 }
 
+// dropCache drops [off, off+n) of f (n 0: to its end) from the page cache,
+// synced first so that its pages are clean, so that the next read comes
+// from the disk; it skips tb where the kernel will not.
+func dropCache(tb testing.TB, f *os.File, off, n int64) {
+	tb.Helper()
+	if err := f.Sync(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), off, n, unix.FADV_DONTNEED); err != nil {
+		tb.Skipf("cannot drop the file from the page cache: %v", err)
+	}
+}
+
 // TestSplitPieces checks the piece plan: contiguous, covering the range,
 // cut at multiples of the chunk in file offsets.
 func TestSplitPieces(t *testing.T) {
@@ -136,15 +149,10 @@ func TestFileDirectAndCached(t *testing.T) {
 	f := writeTemp(t, data)
 	for _, way := range []int32{probeCachestat, probeMincore} {
 		t.Run(fmt.Sprint("probe ", way), func(t *testing.T) {
-			if err := f.Sync(); err != nil {
-				t.Fatal(err)
-			}
-			if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-				t.Skipf("cannot drop the file from the page cache: %v", err)
-			}
+			dropCache(t, f, 0, 0)
 			sourceWays.firstWay = way
 			defer func() { sourceWays.firstWay = probeCachestat }()
-			s := openSource(f, 0, int64(len(data)))
+			s := openSource(f)
 			defer s.close()
 			if s.direct == nil {
 				t.Skipf("O_DIRECT not available in %s: pieces go through the page cache", filepath.Dir(f.Name()))
@@ -236,6 +244,21 @@ func TestStreamErrors(t *testing.T) {
 		got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 0, n)
 		if !errors.Is(err, io.ErrUnexpectedEOF) || got > 500000 {
 			t.Fatalf("%d bytes, %v; want at most 500000 and io.ErrUnexpectedEOF", got, err)
+		}
+	})
+	t.Run("reader shorter than its Size", func(t *testing.T) {
+		// The range was checked against a size that the reader does not keep to: the file changed.
+		r := sizedReaderAt{bytes.NewReader(data[:500000]), n}
+		got, err := e.c.ToDeviceFromFile(context.Background(), dev, r, 0, n)
+		if !errors.Is(err, ErrFileChanged) || !errors.Is(err, io.ErrUnexpectedEOF) || got > 500000 {
+			t.Fatalf("%d bytes, %v; want at most 500000, ErrFileChanged and io.ErrUnexpectedEOF", got, err)
+		}
+	})
+	t.Run("reader of no size ends early", func(t *testing.T) {
+		r := readerAtFunc(bytes.NewReader(data[:500000]).ReadAt)
+		got, err := e.c.ToDeviceFromFile(context.Background(), dev, r, 0, n)
+		if !errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrFileChanged) || got > 500000 {
+			t.Fatalf("%d bytes, %v; want at most 500000 and io.ErrUnexpectedEOF alone", got, err)
 		}
 	})
 	t.Run("file read error", func(t *testing.T) {
@@ -417,6 +440,14 @@ func (f failingReaderAt) ReadAt(b []byte, off int64) (int, error) {
 	}
 	return copy(b, f.data[off:]), nil
 }
+
+// sizedReaderAt is a reader that says it has size bytes, whatever it holds.
+type sizedReaderAt struct {
+	io.ReaderAt
+	size int64
+}
+
+func (s sizedReaderAt) Size() int64 { return s.size }
 
 type readerAtFunc func([]byte, int64) (int, error)
 
