@@ -81,9 +81,8 @@ func (c *Copier) transfer(ctx context.Context, o op, pinned bool) error {
 	return c.execute(ctx, o, pinned)
 }
 
-// PathOf reports the path a copy of b (to or from the device) would take now. For memory of several
-// kinds (part registered, part pageable, say) it is the path of the most bytes, the path under
-// which Stats counts the copy.
+// PathOf reports the path a copy of b (either way) would take now: for memory of several kinds, the
+// path of the most bytes, under which Stats counts the copy.
 func (c *Copier) PathOf(b []byte) Path {
 	if len(b) == 0 {
 		return c.pageablePath(b)
@@ -95,10 +94,9 @@ func (c *Copier) PathOf(b []byte) Path {
 	return mainPath(segs)
 }
 
-// segments splits host memory b into segments, appended to segs, and appends the registrations they
-// use to regs. Ranges inside the copier's registrations become registered segments, one per
-// registered part; the rest is pinned (one pool buffer, or memory the driver reports page-locked at
-// both ends) or pageable. The registrations are returned with a use taken; the caller calls done.
+// segments appends b's segments to segs and the registrations they use, each with a use taken (the
+// caller calls done), to regs: a registered segment per registered part, the rest pinned (a pool
+// buffer, or memory the driver reports page-locked) or pageable.
 func (c *Copier) segments(segs []segment, b []byte, pinned bool, regs useList) ([]segment, useList) {
 	if pinned {
 		return append(segs, segment{0, len(b), PathPinned}), regs
@@ -123,8 +121,8 @@ func (c *Copier) segments(segs []segment, b []byte, pinned bool, regs useList) (
 	return segs, regs
 }
 
-// unregisteredPath is the path of memory b that no registration of the copier covers: the driver is
-// asked whether it is page-locked.
+// unregisteredPath is the path of memory b that no registration covers: the driver is asked whether
+// it is page-locked.
 func (c *Copier) unregisteredPath(b []byte) Path {
 	if c.dev.isPinned(b) {
 		return PathPinned
@@ -133,9 +131,8 @@ func (c *Copier) unregisteredPath(b []byte) Path {
 }
 
 // pageablePath is the path of memory b that is not page-locked as a whole: the driver's copy below
-// DirectBelow, staging otherwise. Memory that begins page-locked and runs past its end is staged
-// whatever its size, since the driver refuses it (it takes memory that begins pinned for pinned
-// memory).
+// DirectBelow, else staged. Memory that begins page-locked and runs past its end is staged whatever
+// its size: the driver takes it for pinned memory and refuses it.
 func (c *Copier) pageablePath(b []byte) Path {
 	if c.opt.DirectBelow > 0 && len(b) < c.opt.DirectBelow && (len(b) == 0 || !c.dev.isPinned(b[:1])) {
 		return PathDirect
@@ -216,10 +213,9 @@ func (c *Copier) segment(ctx context.Context, o op, path Path) error {
 	return c.waitAll(o, path, []event{ev}, nil)
 }
 
-// mixed copies o, whose host memory is several segments: it issues the asynchronous copies of the
-// page-locked ones first, copies the pageable ones meanwhile, one after the other, then waits for
-// the asynchronous ones. It stops at the first failure or when ctx ends, and returns only when
-// nothing it issued is still running.
+// mixed copies o, whose host memory is several segments: it issues the page-locked ones' copies,
+// copies the pageable ones meanwhile, then waits for the issued ones. It stops at the first failure
+// or when ctx ends, and returns only when nothing it issued still runs.
 func (c *Copier) mixed(ctx context.Context, o op, segs []segment) error {
 	var small [4]event
 	evs := small[:0]
@@ -265,8 +261,8 @@ type Transfer struct {
 }
 
 // Wait blocks until the transfer has finished and returns its error: nil when every byte is in
-// place, an error wrapping ctx.Err() when it was cancelled (no chunk is in flight any more then),
-// or a copy error.
+// place, an error wrapping ctx.Err() when it was cancelled (no chunk is in flight then), or a copy
+// error.
 func (t *Transfer) Wait() error {
 	<-t.done
 	return t.err
