@@ -11,14 +11,13 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// The reading order is the order of a transfer's steps, callers above what they call: 1. dispatch
-// (this file: the public copies, segments and their paths); 2. plan (plan.go: mode, chunk size,
-// lanes); 3. run (staged.go chunked, coop.go cooperative, lanes.go the standing lanes and the one
-// busy wait); 4. issue (issue.go: every asynchronous copy and its event); 5. complete (complete.go:
-// waiting, copying out, the CPU copies). Beneath them: the copier and its windows (copier.go),
-// options, registrations (register.go), the device, the shared types, errors and statistics.
-// Streams and files (stream.go, file.go, pieces.go) run on the same lanes; a file's cached ranges
-// on the staged path itself.
+// Reading order, callers above what they call: 1. dispatch (this file: the public copies, their
+// segments and paths); 2. plan (plan.go: mode, chunks, lanes); 3. run (staged.go chunked, coop.go
+// cooperative, lanes.go the standing lanes and the one busy wait); 4. issue (issue.go: every
+// asynchronous copy and its event); 5. complete (complete.go: waiting, the CPU copies). Beneath
+// them: the copier and its windows (copier.go), options, registrations (register.go), the device,
+// and at the bottom the shared types (types.go), errors and statistics. Streams and files
+// (stream.go, file.go, pieces.go) run on the same lanes.
 //
 // One word per idea: a transfer is one call; a segment is a range of its host memory held by one
 // kind of memory; a chunk is the bytes of one staged asynchronous copy; a staging buffer (one
