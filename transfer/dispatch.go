@@ -45,29 +45,21 @@ func (c *Copier) FromDevice(ctx context.Context, dst []byte, src cuda.DevicePtr)
 // ToDeviceBuffer copies the bytes of a live pool buffer to the device at dst with one asynchronous
 // copy (PathPinned), skipping the memory detection of ToDevice. The buffer stays the caller's.
 func (c *Copier) ToDeviceBuffer(ctx context.Context, dst cuda.DevicePtr, buf pinpool.Buffer) error {
-	b, err := bufferBytes(buf)
-	if err != nil {
-		return err
-	}
-	return c.transfer(ctx, op{HostToDevice, dst, b}, true)
+	return c.bufferTransfer(ctx, HostToDevice, dst, buf)
 }
 
 // FromDeviceBuffer copies buf.Len() bytes from the device at src into a live pool buffer with one
 // asynchronous copy (PathPinned).
 func (c *Copier) FromDeviceBuffer(ctx context.Context, buf pinpool.Buffer, src cuda.DevicePtr) error {
-	b, err := bufferBytes(buf)
-	if err != nil {
-		return err
-	}
-	return c.transfer(ctx, op{DeviceToHost, src, b}, true)
+	return c.bufferTransfer(ctx, DeviceToHost, src, buf)
 }
 
-func bufferBytes(buf pinpool.Buffer) ([]byte, error) {
+func (c *Copier) bufferTransfer(ctx context.Context, d Direction, dev cuda.DevicePtr, buf pinpool.Buffer) error {
 	b := buf.Bytes()
 	if !buf.Valid() {
-		return nil, fmt.Errorf("transfer: pool buffer: %w", pinpool.ErrReleased)
+		return fmt.Errorf("transfer: pool buffer: %w", pinpool.ErrReleased)
 	}
-	return b, nil
+	return c.transfer(ctx, op{d, dev, b}, true)
 }
 
 // transfer executes one transfer between begin and end, so that Close waits for it. pinned says the
