@@ -1,29 +1,25 @@
 package transfer
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 )
 
 // Step 5 of a transfer: complete. A copy is complete when the event issued after it has completed:
-// only then may its staging go back and device-to-host bytes be copied out of it. Beside waitAll,
-// here are the CPU copies into and out of staging; the staged modes complete their own chunks
+// only then may its staging go back and device-to-host bytes be copied out of it. Beside wait, here
+// are the CPU copies into and out of staging; the staged modes complete their own chunks
 // (chunkedRun.complete, coopRun.finish).
 
-// waitAll waits for the events of a transfer's issued copies of pinned memory, gives them back, and
-// returns err joined with their failures.
-func (c *Copier) waitAll(o op, path Path, evs []event, err error) error {
-	for _, ev := range evs {
-		if e := ev.synchronize(); e != nil {
-			c.events.drop(ev)
-			err = errors.Join(err, copyErr(o.dir, path, 0, len(o.host), e))
-			continue
-		}
-		c.events.put(ev)
+// wait waits for the event of a transfer's copy of pinned memory and gives it back (destroys it
+// after a failure).
+func (c *Copier) wait(o op, path Path, ev event) error {
+	if err := ev.synchronize(); err != nil {
+		c.events.drop(ev)
+		return copyErr(o.dir, path, 0, len(o.host), err)
 	}
-	return err
+	c.events.put(ev)
+	return nil
 }
 
 // copyOut copies device-to-host bytes from staging into the destination: with streaming stores when

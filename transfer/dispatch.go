@@ -162,10 +162,17 @@ func (c *Copier) execute(ctx context.Context, o op, pinned bool) error {
 	var uses [2]*Registration
 	segs, regs := c.segments(small[:0], o.host, pinned, uses[:0])
 	var err error
-	if len(segs) == 1 {
-		err = c.segment(ctx, o, segs[0].path)
-	} else {
-		err = c.mixed(ctx, o, segs)
+	for i, s := range segs { // memory of several kinds: one segment after the other
+		if e := ctx.Err(); e != nil && i > 0 {
+			err = cancelErr(o, s.off, e)
+			break
+		}
+		if err = c.segment(ctx, op{o.dir, o.dev + cuda.DevicePtr(s.off), o.host[s.off:s.end]}, s.path); err != nil {
+			if len(segs) > 1 {
+				err = fmt.Errorf("transfer: %s of %d bytes, the %d at offset %d: %w", o.dir, n, s.end-s.off, s.off, err)
+			}
+			break
+		}
 	}
 	regs.done()
 	dt := time.Since(t0)
@@ -201,44 +208,7 @@ func (c *Copier) segment(ctx context.Context, o op, path Path) error {
 	if err != nil {
 		return err
 	}
-	return c.waitAll(o, path, []event{ev}, nil)
-}
-
-// mixed copies o, whose host memory is several segments: it issues the page-locked ones' copies,
-// copies the pageable ones meanwhile, then waits for the issued ones. It stops at the first failure
-// or when ctx ends, and returns only when nothing it issued still runs.
-func (c *Copier) mixed(ctx context.Context, o op, segs []segment) error {
-	var small [4]event
-	evs := small[:0]
-	var err error
-	for _, s := range segs {
-		if s.path != PathPinned && s.path != PathRegistered {
-			continue
-		}
-		if e := ctx.Err(); e != nil {
-			err = cancelErr(o, s.off, e)
-			break
-		}
-		ev, _, e := c.issue(c.stream(o.dir), o, s.path, s.off, o.host[s.off:s.end])
-		if e != nil {
-			err = e
-			break
-		}
-		evs = append(evs, ev)
-	}
-	for _, s := range segs {
-		if err != nil {
-			break
-		}
-		if s.path == PathPinned || s.path == PathRegistered {
-			continue
-		}
-		sub := op{o.dir, o.dev + cuda.DevicePtr(s.off), o.host[s.off:s.end]}
-		if err = c.segment(ctx, sub, s.path); err != nil {
-			err = fmt.Errorf("transfer: %s of %d bytes, the %d at offset %d: %w", o.dir, len(o.host), s.end-s.off, s.off, err)
-		}
-	}
-	return c.waitAll(o, mainPath(segs), evs, err)
+	return c.wait(o, path, ev)
 }
 
 // Transfer is an asynchronous copy started by ToDeviceAsync or FromDeviceAsync. It is a
