@@ -37,6 +37,8 @@ func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
 // tunedCopier is g.copier with tuning tu.
 func (g *gpu) tunedCopier(tb testing.TB, opt Options, tu tuning) *Copier {
 	tb.Helper()
+	// Lanes defaults from GOMAXPROCS, which the testing package leaves at -test.cpu after each leaf.
+	defer allCPUs()()
 	c, err := newCopier(g.pool, cudaDevice{g.ctx}, opt, tu)
 	if err != nil {
 		tb.Fatal(err)
