@@ -5,9 +5,9 @@ package transfer
 
 // mode is how the lanes of a staged transfer share its work. Each of the two wins by far more than
 // a second mechanism's margin where it is used: the cooperative mode within the window, uploads
-// most (the chunked-only copier beside the default in BenchmarkFrameStream, BenchmarkPacedFrames
-// and BenchmarkStagedSizes), the chunked one above, where lanes that wait for each other at every
-// chunk cap the rate well below independent lanes (BenchmarkStagedSizes, 64 MiB and up).
+// most (plan=chunked-only beside the default in BenchmarkStagedSizes), the chunked one above,
+// where lanes that wait for each other at every chunk cap the rate well below independent lanes
+// (BenchmarkStagedSizes, 64 MiB and up).
 type mode int
 
 const (
@@ -49,11 +49,14 @@ type plan struct {
 	//     that the next DMA into it, which comes at once, need not chase its lines there. A paced
 	//     stream reuses the staging milliseconds later; there the eviction cost CPU time and made
 	//     each frame slower, not faster;
-	//   - with streamOut too (the transfer stages alone), the caller does not wait for the
-	//     eviction: it returns once its bytes are copied out, and its lanes evict and give the
-	//     staging back (the handoff, coop.go).
 	// (BenchmarkFrameStream and BenchmarkPacedFrames, downloads, measure each rule.)
 	backToBack bool
+	// handoff: back to back and staging alone (streamOut), the caller does not wait for the
+	// eviction: it returns once its bytes are copied out, and its lanes evict and give the staging
+	// back (coop.go). A second way to end a download, it stays for its measured gain: 1 MiB
+	// downloads back to back moved faster by more than a second mechanism's margin, frames faster
+	// for less CPU time (BenchmarkStagedSizes and BenchmarkFrameStream, plan=/copier=handoff-off).
+	handoff bool
 
 	// chunked mode
 	depth int // chunks a lane keeps in flight before it completes its oldest
@@ -88,12 +91,13 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 			perChunk := ceilDiv(chunk, stripe)
 			last := n - (chunks-1)*chunk
 			stripes := (chunks-1)*perChunk + ceilDiv(last, stripe)
-			if dir == HostToDevice && asleep && t.coldShare > 1 {
+			if asleep && t.coldShare > 1 {
 				lanes = max(2, ceilDiv(lanes, t.coldShare))
 			}
 			return plan{
 				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
 				streamOut: streamOut, backToBack: dir == DeviceToHost && !asleep,
+				handoff:   dir == DeviceToHost && !asleep && streamOut && t.handoff,
 				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
 			}
 		}
@@ -123,11 +127,6 @@ func (p *plan) stripeRange(i int) (chunk, lo, hi int) {
 	hi = min(lo+p.stripe, (chunk+1)*p.chunk, p.n)
 	return chunk, min(lo, hi), hi
 }
-
-// handoff reports whether the caller of a cooperative download returns before its lanes have
-// evicted and given back the staging: back to back (the eviction) and staging alone (backToBack,
-// coop.go).
-func (p *plan) handoff() bool { return p.backToBack && p.streamOut }
 
 // chunkRange is the byte range [lo, hi) of the transfer that chunk i covers.
 func (p *plan) chunkRange(i int) (lo, hi int) {
@@ -161,11 +160,13 @@ type tuning struct {
 	minStripe int
 	// minChunk is the smallest chunked-mode chunk when a transfer is cut finer to give lanes work.
 	minChunk int
-	// coldShare divides the lanes of a cooperative upload that finds the lanes asleep (zero: all):
-	// lanes that wake late find the work done but pay their wake-up; half the lanes moved a paced
-	// frame as fast for less CPU time (BenchmarkPacedFrames, copier=all-lanes-asleep). Downloading,
-	// the lanes wake while the first chunk's DMA runs, and all of them copy out.
+	// coldShare divides the lanes of a cooperative transfer that finds the lanes asleep (zero:
+	// all): lanes that wake late find the work done but pay their wake-up. Half the lanes moved a
+	// paced stream's frames as fast for less CPU time, both ways (BenchmarkPacedFrames,
+	// copier=all-lanes-asleep).
 	coldShare int
+	// handoff turns plan.handoff on.
+	handoff bool
 }
 
 // defaultTuning is the tuning of every copier made by New.
@@ -173,6 +174,6 @@ func defaultTuning() tuning {
 	return tuning{
 		coopChunk: 1 << 20,
 		coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
-		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2,
+		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2, handoff: true,
 	}
 }

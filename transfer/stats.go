@@ -16,9 +16,11 @@ type Stats struct {
 	Chunks          uint64        // staging chunks issued
 	StagingWaits    uint64        // chunks that waited for a window slot
 	StagingWaitTime time.Duration // total time spent waiting for one
-	StagingBytes    int64         // the staging memory held now, both directions
-	PeakStaging     int64         // the most staging memory held at once, both directions
-	WindowBytes     int64         // one direction's bound: slots * ChunkSize (both ways at once: twice this)
+	// StagingBytes is the staging held now, both directions; a download's lanes may give it back
+	// just after the download returns.
+	StagingBytes int64
+	PeakStaging  int64 // the most staging memory held at once, both directions
+	WindowBytes  int64 // one direction's bound: slots * ChunkSize (both ways at once: twice this)
 
 	Failed   uint64 // transfers that returned an error other than cancellation
 	Canceled uint64 // transfers cut short by their context
