@@ -1,56 +1,48 @@
 package transfer
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 )
 
 // Step 5 of a transfer: complete. A copy is complete when the event issued after it has completed:
-// only then may its staging buffer go back to the pool and its window slot to the window, and only
-// then are device-to-host bytes in the staging buffer to copy out. (A chunked transfer's lanes
-// complete their chunks in staged.go, with chunkedRun.complete.)
+// only then may its staging go back and device-to-host bytes be copied out of it. Beside wait, here
+// are the CPU copies into and out of staging; the staged modes complete their own chunks
+// (chunkedRun.complete, coopRun.finish).
 
-// waitAll waits for the events of a transfer's issued copies of pinned memory, gives them back, and
-// returns err joined with their failures.
-func (c *Copier) waitAll(o op, path Path, evs []event, err error) error {
-	for _, ev := range evs {
-		if e := ev.synchronize(); e != nil {
-			c.events.drop(ev)
-			err = errors.Join(err, copyErr(o.dir, path, 0, len(o.host), e))
-			continue
-		}
-		c.events.put(ev)
+// wait waits for the event of a transfer's copy of pinned memory and gives it back (destroys it
+// after a failure).
+func (c *Copier) wait(o op, path Path, ev event) error {
+	if err := ev.synchronize(); err != nil {
+		c.events.drop(ev)
+		return copyErr(o.dir, path, 0, len(o.host), err)
 	}
-	return err
+	c.events.put(ev)
+	return nil
 }
 
 // copyOut copies device-to-host bytes from staging into the destination: with streaming stores when
 // stream (no other transfer stages device to host), which need not read the destination's lines
-// first and were faster for large transfers and streams of frames; with many transfers staging
-// device to host at once they were slower than cached stores, so those copy out cached
-// (BenchmarkFrameStream with 10 goroutines). A transfer host to device beside it does not count:
-// copying out cached beside one made transfers both ways at once slower (BenchmarkBothWays).
+// first; with many downloads at once they were slower than the runtime's copy (BenchmarkFrameStream
+// with 10 goroutines). Uploads beside it do not count: a cached copy-out beside them made both ways
+// at once slower (BenchmarkBothWays).
 func copyOut(dst, src []byte, stream bool) {
 	if stream {
 		streamBytes(dst, src)
 		return
 	}
-	copyBytes(dst, src, false)
+	copy(dst, src)
 }
 
-// cachedStep is the largest single memmove of a cached copy. The Go runtime's memmove on amd64
-// switches to non-temporal stores (which bypass the caches) at 1 MiB; steps below that keep the
-// destination in the last-level cache.
+// cachedStep is the largest single memmove of a cached copy: the Go runtime's memmove on amd64
+// switches to non-temporal stores at 1 MiB.
 const cachedStep = 512 << 10
 
-// copyBytes copies src into dst (of equal length). cached keeps the destination in the CPU caches,
-// in steps below the runtime's threshold for non-temporal stores; otherwise it is the runtime's
-// copy (cached below 1 MiB, streaming to memory from there), which suits a destination that is not
-// read soon. The cooperative mode writes its staging with streamBytes instead, since the DMA reads
-// memory that sits in the cores' caches much slower (BenchmarkFrameStream); the chunked mode uses
-// cached copies, whose window stays in the last-level cache.
+// copyBytes copies src into dst (of equal length); cached keeps the destination in the CPU caches,
+// in steps below the runtime's threshold for non-temporal stores. The chunked mode stages with
+// cached copies, since its window stays in the last-level cache; the cooperative mode with
+// streamBytes, since the DMA reads memory in the cores' caches much slower (BenchmarkFrameStream).
 func copyBytes(dst, src []byte, cached bool) {
 	if !cached {
 		copy(dst, src)
@@ -77,10 +69,9 @@ func (e *sourceFault) Error() string {
 func (e *sourceFault) Unwrap() error { return ErrFileChanged }
 
 // copyIn copies host-to-device bytes from src into staging dst, with streaming stores when stream
-// (see copyBytes), and turns a page fault in src into a *sourceFault instead of a crash. The
-// standing lanes and a staged transfer's caller run with debug.SetPanicOnFault on, so that a file
-// mapped by the caller (or by ToDeviceFromFile) and truncated meanwhile ends the transfer with an
-// error; every other panic goes on.
+// (see copyBytes), and turns a page fault in src into a *sourceFault: the standing lanes and a
+// staged transfer's caller run with debug.SetPanicOnFault, so that a mapped file truncated meanwhile
+// ends the transfer with an error instead of the process. Every other panic goes on.
 func copyIn(dst, src []byte, stream bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -146,13 +146,13 @@ func (r *coopRun) run() {
 		}
 		r.landed.Store(int64(p.chunks) + 1) // wake any lane still waiting: done or failed
 	}
-	if p.handoff() && testHookHandoff != nil {
+	if p.handoff && testHookHandoff != nil {
 		testHookHandoff(r, true)
 	}
 	r.laneOf(true)
 	c.lanes[o.dir].withdraw(r) // every stripe is claimed: no lane need join now
 	spin := c.lanes[o.dir].endSpinFor()
-	if p.handoff() && failed < 0 && r.handOff(spin) {
+	if p.handoff && failed < 0 && r.handOff(spin) {
 		return
 	}
 	r.endJoins(spin)
@@ -288,7 +288,7 @@ func (r *coopRun) laneOf(caller bool) {
 		if !r.p.backToBack {
 			continue
 		}
-		if !r.p.handoff() {
+		if !r.p.handoff {
 			evictBytes(b)
 			continue
 		}
@@ -304,7 +304,7 @@ func (r *coopRun) laneOf(caller bool) {
 // join runs a lane of r on a standing lane. In a handoff, the lane is one of the transfer's owners:
 // the last owner to finish gives back the staging.
 func (r *coopRun) join() {
-	if !r.p.handoff() {
+	if !r.p.handoff {
 		r.joinLane(func() { r.laneOf(false) })
 		return
 	}

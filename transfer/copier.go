@@ -12,23 +12,19 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// Copier moves bytes between host memory and one device. It owns streams (half per direction), a
-// window of pinned staging buffers taken from a pool per direction, the registrations made with
-// Register, and per direction Lanes-1 standing lanes that join staged transfers. All methods are
-// safe for concurrent use; transfers from many goroutines share the streams, and those in one
-// direction share its window and lanes.
+// Copier moves bytes between host memory and one device. It owns streams (half per direction), per
+// direction a window of pinned staging buffers from a pool and Lanes-1 standing lanes, and the
+// registrations made with Register. All methods are safe for concurrent use.
 type Copier struct {
-	// The lock order. A goroutine that holds one of the package's locks takes only locks further
-	// down this list, and waits for nothing while it holds any of them except where noted:
+	// The lock order: a goroutine holding one of these takes only locks further down, and waits for
+	// nothing while it holds any, except where noted:
 	//
 	//	mu (write: Close only)     guards closed; Close waits for inflight after releasing it
 	//	issuing[d] (issueLock)     held around a chunk's driver calls by one goroutine at a
 	//	                           time; under it: events.mu, runState.mu
 	//	regs.mu                    held alone, never while copying
 	//	runState.mu, events.mu, chunkedRun.shareMu   leaves: nothing is taken under them
-	//
-	// The window and the pool are taken with no lock of the package held; a lane that waits for
-	// either holds no lock.
+	// The window and the pool are taken with no lock of the package held.
 
 	pool *pinpool.Pool
 	dev  device
@@ -63,8 +59,7 @@ func New(pool *pinpool.Pool, ctx *cuda.Context, opt Options) (*Copier, error) {
 	return newCopier(pool, cudaDevice{ctx}, opt, defaultTuning())
 }
 
-// newCopier makes a copier over any device (the fake one in tests) with the given tuning
-// (defaultTuning but in benchmarks that compare tunings).
+// newCopier makes a copier over any device (the fake one in tests) with tuning t.
 func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrInvalidOptions)
@@ -170,14 +165,10 @@ func (c *Copier) Close() error {
 	return nil
 }
 
-// window bounds the staging buffers held by a copier's transfers in one direction: a counting
-// semaphore of slots, one per staging buffer of ChunkSize bytes. A slot is taken before a buffer is
-// got from the pool and given back only after the copy that used the buffer has completed, so the
-// pinned staging memory in flight in one direction never exceeds slots*ChunkSize <= WindowBytes.
-//
-// Each direction has a window of its own, as it has standing lanes of its own (Copier.lanes): the
-// two directions run on separate copy engines, and transfers both ways at once that shared one
-// window and one set of lanes moved far less than a copier per direction (BenchmarkBothWays).
+// window bounds the staging held by a copier's transfers in one direction: a semaphore of slots, one
+// per staging buffer, taken before the buffer and given back after its copy has completed. Each
+// direction has its own, as it has its own lanes: both ways at once sharing one window and one set
+// of lanes moved far less (BenchmarkBothWays).
 type window struct {
 	tokens chan struct{}
 	held   *heldSlots // shared by the copier's windows

@@ -4,17 +4,15 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// device is what the engine needs from a GPU. The real implementation (cudaDevice) wraps a
-// *cuda.Context; tests use a simulated device, so that the scheduling logic is checked without a
-// GPU. Every method is safe for concurrent use.
+// device is what the engine needs from a GPU: cudaDevice over a *cuda.Context, or the tests'
+// simulated device, which checks the scheduling without a GPU. Every method is safe for concurrent
+// use.
 type device interface {
-	// newStream makes a stream whose work runs in order and overlaps other streams (a non-blocking
-	// CUDA stream).
+	// newStream makes a non-blocking stream.
 	newStream() (stream, error)
 	// newEvent makes an event for fencing (no timing).
 	newEvent() (event, error)
-	// copyHtoD copies any host memory (pageable or pinned) to the device and returns when the data
-	// is there.
+	// copyHtoD copies any host memory to the device and returns when the data is there.
 	copyHtoD(dst cuda.DevicePtr, src []byte) error
 	// copyDtoH copies device memory into any host memory and returns when the data is there.
 	copyDtoH(dst []byte, src cuda.DevicePtr) error
@@ -53,8 +51,7 @@ type hostReg interface {
 	Free() error
 }
 
-// cudaDevice is the device over a CUDA context: non-blocking streams, events without timing, the
-// cuda package's copies and registration.
+// cudaDevice is the device over a CUDA context.
 type cudaDevice struct{ c *cuda.Context }
 
 func (d cudaDevice) newStream() (stream, error) {

@@ -11,14 +11,13 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// The reading order is the order of a transfer's steps, callers above what they call: 1. dispatch
-// (this file: the public copies, segments and their paths); 2. plan (plan.go: mode, chunk size,
-// lanes); 3. run (staged.go chunked, coop.go cooperative, lanes.go the standing lanes and the one
-// busy wait); 4. issue (issue.go: every asynchronous copy and its event); 5. complete (complete.go:
-// waiting, copying out, the CPU copies). Beneath them: the copier and its windows (copier.go),
-// options, registrations (register.go), the device, the shared types, errors and statistics.
-// Streams and files (stream.go, file.go, pieces.go) run on the same lanes; a file's cached ranges
-// on the staged path itself.
+// Reading order, callers above what they call: 1. dispatch (this file: the public copies, their
+// segments and paths); 2. plan (plan.go: mode, chunks, lanes); 3. run (staged.go chunked, coop.go
+// cooperative, lanes.go the standing lanes and the one busy wait); 4. issue (issue.go: every
+// asynchronous copy and its event); 5. complete (complete.go: waiting, the CPU copies). Beneath
+// them: the copier and its windows (copier.go), options, registrations (register.go), the device,
+// and at the bottom the shared types (types.go), errors and statistics. Streams and files
+// (stream.go, file.go, pieces.go) run on the same lanes.
 //
 // One word per idea: a transfer is one call; a segment is a range of its host memory held by one
 // kind of memory; a chunk is the bytes of one staged asynchronous copy; a staging buffer (one
@@ -46,29 +45,21 @@ func (c *Copier) FromDevice(ctx context.Context, dst []byte, src cuda.DevicePtr)
 // ToDeviceBuffer copies the bytes of a live pool buffer to the device at dst with one asynchronous
 // copy (PathPinned), skipping the memory detection of ToDevice. The buffer stays the caller's.
 func (c *Copier) ToDeviceBuffer(ctx context.Context, dst cuda.DevicePtr, buf pinpool.Buffer) error {
-	b, err := bufferBytes(buf)
-	if err != nil {
-		return err
-	}
-	return c.transfer(ctx, op{HostToDevice, dst, b}, true)
+	return c.bufferTransfer(ctx, HostToDevice, dst, buf)
 }
 
 // FromDeviceBuffer copies buf.Len() bytes from the device at src into a live pool buffer with one
 // asynchronous copy (PathPinned).
 func (c *Copier) FromDeviceBuffer(ctx context.Context, buf pinpool.Buffer, src cuda.DevicePtr) error {
-	b, err := bufferBytes(buf)
-	if err != nil {
-		return err
-	}
-	return c.transfer(ctx, op{DeviceToHost, src, b}, true)
+	return c.bufferTransfer(ctx, DeviceToHost, src, buf)
 }
 
-func bufferBytes(buf pinpool.Buffer) ([]byte, error) {
+func (c *Copier) bufferTransfer(ctx context.Context, d Direction, dev cuda.DevicePtr, buf pinpool.Buffer) error {
 	b := buf.Bytes()
 	if !buf.Valid() {
-		return nil, fmt.Errorf("transfer: pool buffer: %w", pinpool.ErrReleased)
+		return fmt.Errorf("transfer: pool buffer: %w", pinpool.ErrReleased)
 	}
-	return b, nil
+	return c.transfer(ctx, op{d, dev, b}, true)
 }
 
 // transfer executes one transfer between begin and end, so that Close waits for it. pinned says the
@@ -81,9 +72,8 @@ func (c *Copier) transfer(ctx context.Context, o op, pinned bool) error {
 	return c.execute(ctx, o, pinned)
 }
 
-// PathOf reports the path a copy of b (to or from the device) would take now. For memory of several
-// kinds (part registered, part pageable, say) it is the path of the most bytes, the path under
-// which Stats counts the copy.
+// PathOf reports the path a copy of b (either way) would take now: for memory of several kinds, the
+// path of the most bytes, under which Stats counts the copy.
 func (c *Copier) PathOf(b []byte) Path {
 	if len(b) == 0 {
 		return c.pageablePath(b)
@@ -95,10 +85,9 @@ func (c *Copier) PathOf(b []byte) Path {
 	return mainPath(segs)
 }
 
-// segments splits host memory b into segments, appended to segs, and appends the registrations they
-// use to regs. Ranges inside the copier's registrations become registered segments, one per
-// registered part; the rest is pinned (one pool buffer, or memory the driver reports page-locked at
-// both ends) or pageable. The registrations are returned with a use taken; the caller calls done.
+// segments appends b's segments to segs and the registrations they use, each with a use taken (the
+// caller calls done), to regs: a registered segment per registered part, the rest pinned (a pool
+// buffer, or memory the driver reports page-locked) or pageable.
 func (c *Copier) segments(segs []segment, b []byte, pinned bool, regs useList) ([]segment, useList) {
 	if pinned {
 		return append(segs, segment{0, len(b), PathPinned}), regs
@@ -123,8 +112,8 @@ func (c *Copier) segments(segs []segment, b []byte, pinned bool, regs useList) (
 	return segs, regs
 }
 
-// unregisteredPath is the path of memory b that no registration of the copier covers: the driver is
-// asked whether it is page-locked.
+// unregisteredPath is the path of memory b that no registration covers: the driver is asked whether
+// it is page-locked.
 func (c *Copier) unregisteredPath(b []byte) Path {
 	if c.dev.isPinned(b) {
 		return PathPinned
@@ -133,9 +122,8 @@ func (c *Copier) unregisteredPath(b []byte) Path {
 }
 
 // pageablePath is the path of memory b that is not page-locked as a whole: the driver's copy below
-// DirectBelow, staging otherwise. Memory that begins page-locked and runs past its end is staged
-// whatever its size, since the driver refuses it (it takes memory that begins pinned for pinned
-// memory).
+// DirectBelow, else staged. Memory that begins page-locked and runs past its end is staged whatever
+// its size: the driver takes it for pinned memory and refuses it.
 func (c *Copier) pageablePath(b []byte) Path {
 	if c.opt.DirectBelow > 0 && len(b) < c.opt.DirectBelow && (len(b) == 0 || !c.dev.isPinned(b[:1])) {
 		return PathDirect
@@ -174,10 +162,17 @@ func (c *Copier) execute(ctx context.Context, o op, pinned bool) error {
 	var uses [2]*Registration
 	segs, regs := c.segments(small[:0], o.host, pinned, uses[:0])
 	var err error
-	if len(segs) == 1 {
-		err = c.segment(ctx, o, segs[0].path)
-	} else {
-		err = c.mixed(ctx, o, segs)
+	for i, s := range segs { // memory of several kinds: one segment after the other
+		if e := ctx.Err(); e != nil && i > 0 {
+			err = cancelErr(o, s.off, e)
+			break
+		}
+		if err = c.segment(ctx, op{o.dir, o.dev + cuda.DevicePtr(s.off), o.host[s.off:s.end]}, s.path); err != nil {
+			if len(segs) > 1 {
+				err = fmt.Errorf("transfer: %s of %d bytes, the %d at offset %d: %w", o.dir, n, s.end-s.off, s.off, err)
+			}
+			break
+		}
 	}
 	regs.done()
 	dt := time.Since(t0)
@@ -213,45 +208,7 @@ func (c *Copier) segment(ctx context.Context, o op, path Path) error {
 	if err != nil {
 		return err
 	}
-	return c.waitAll(o, path, []event{ev}, nil)
-}
-
-// mixed copies o, whose host memory is several segments: it issues the asynchronous copies of the
-// page-locked ones first, copies the pageable ones meanwhile, one after the other, then waits for
-// the asynchronous ones. It stops at the first failure or when ctx ends, and returns only when
-// nothing it issued is still running.
-func (c *Copier) mixed(ctx context.Context, o op, segs []segment) error {
-	var small [4]event
-	evs := small[:0]
-	var err error
-	for _, s := range segs {
-		if s.path != PathPinned && s.path != PathRegistered {
-			continue
-		}
-		if e := ctx.Err(); e != nil {
-			err = cancelErr(o, s.off, e)
-			break
-		}
-		ev, _, e := c.issue(c.stream(o.dir), o, s.path, s.off, o.host[s.off:s.end])
-		if e != nil {
-			err = e
-			break
-		}
-		evs = append(evs, ev)
-	}
-	for _, s := range segs {
-		if err != nil {
-			break
-		}
-		if s.path == PathPinned || s.path == PathRegistered {
-			continue
-		}
-		sub := op{o.dir, o.dev + cuda.DevicePtr(s.off), o.host[s.off:s.end]}
-		if err = c.segment(ctx, sub, s.path); err != nil {
-			err = fmt.Errorf("transfer: %s of %d bytes, the %d at offset %d: %w", o.dir, len(o.host), s.end-s.off, s.off, err)
-		}
-	}
-	return c.waitAll(o, mainPath(segs), evs, err)
+	return c.wait(o, path, ev)
 }
 
 // Transfer is an asynchronous copy started by ToDeviceAsync or FromDeviceAsync. It is a
@@ -265,8 +222,8 @@ type Transfer struct {
 }
 
 // Wait blocks until the transfer has finished and returns its error: nil when every byte is in
-// place, an error wrapping ctx.Err() when it was cancelled (no chunk is in flight any more then),
-// or a copy error.
+// place, an error wrapping ctx.Err() when it was cancelled (no chunk is in flight then), or a copy
+// error.
 func (t *Transfer) Wait() error {
 	<-t.done
 	return t.err

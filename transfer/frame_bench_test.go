@@ -27,16 +27,21 @@ func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
 	opt := Options{DirectBelow: -1, Prewarm: true}
 	allLanes := defaultTuning()
 	allLanes.coldShare = 0
+	handoffOff := defaultTuning()
+	handoffOff.handoff = false
 	return []namedCopier{
 		{name: "plan=default", c: g.tunedCopier(b, opt, defaultTuning()), bothWays: true},
-		{name: "plan=all-lanes-asleep", c: g.tunedCopier(b, opt, allLanes), upTo: 32 << 20, only: HostToDevice},
+		{name: "plan=all-lanes-asleep", c: g.tunedCopier(b, opt, allLanes), upTo: 32 << 20, bothWays: true},
 		{name: "plan=chunked-only", c: g.tunedCopier(b, opt, chunkedOnly()), upTo: 32 << 20, bothWays: true},
+		{name: "plan=handoff-off", c: g.tunedCopier(b, opt, handoffOff), upTo: 16 << 20, only: DeviceToHost},
 	}
 }
 
 // tunedCopier is g.copier with tuning tu.
 func (g *gpu) tunedCopier(tb testing.TB, opt Options, tu tuning) *Copier {
 	tb.Helper()
+	// Lanes defaults from GOMAXPROCS, which the testing package leaves at -test.cpu after each leaf.
+	defer allCPUs()()
 	c, err := newCopier(g.pool, cudaDevice{g.ctx}, opt, tu)
 	if err != nil {
 		tb.Fatal(err)
@@ -51,14 +56,17 @@ func (g *gpu) tunedCopier(tb testing.TB, opt Options, tu tuning) *Copier {
 
 // frameWays are the ways BenchmarkFrameStream and BenchmarkPacedFrames
 // compare: the driver's copy, the default copier, one that wakes all its
-// lanes for a frame that finds them asleep (tuning.coldShare off), a
-// copier of 2 lanes, and (BenchmarkFrameStream only) one that never spins.
+// lanes for a frame that finds them asleep (tuning.coldShare off), one in
+// the chunked mode only, a copier of 2 lanes, one whose downloads do not
+// hand off (tuning.handoff off), and (BenchmarkFrameStream only) one that
+// never spins.
 var frameWays = []frameWay{
 	{name: "driver"},
 	{name: "copier=default", copier: tunedFrameCopier(Options{}, nil)},
 	{name: "copier=all-lanes-asleep", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coldShare = 0 })},
 	{name: "copier=chunked-only", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coopShare = [2]int{} })},
 	{name: "copier=lanes-2", copier: tunedFrameCopier(Options{Lanes: 2}, nil)},
+	{name: "copier=handoff-off", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.handoff = false })},
 	{name: "copier=spin-off", streamOnly: true, copier: tunedFrameCopier(Options{LaneSpin: -1}, nil)},
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -74,6 +75,8 @@ func newGPU(tb testing.TB, bopt cudahost.Options) *gpu {
 
 func (g *gpu) copier(tb testing.TB, opt Options) *Copier {
 	tb.Helper()
+	// Lanes defaults from GOMAXPROCS, which the testing package leaves at -test.cpu after each leaf.
+	defer allCPUs()()
 	c, err := New(g.pool, g.ctx, opt)
 	if err != nil {
 		tb.Fatal(err)
@@ -124,6 +127,21 @@ func (g *gpu) checkDevice(tb testing.TB, what string, p cuda.DevicePtr, want []b
 // gpuPaths are the ways the round-trip test gets each path: options for
 // the copier, and how the host memory is made.
 var gpuPaths = []Path{PathDirect, PathStaged, PathPinned, PathRegistered}
+
+// TestGPUCopierLanes checks that the benchmarks' copiers get the default lanes of the machine
+// whatever GOMAXPROCS the testing package left (it sets -test.cpu before each leaf and leaves it
+// there): copiers made by a benchmark after its first leaf had Lanes 1.
+func TestGPUCopierLanes(t *testing.T) {
+	g := newGPU(t, cudahost.Options{})
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	want := min(runtime.NumCPU(), DefaultMaxLanes)
+	if got := g.copier(t, Options{}).Options().Lanes; got != want {
+		t.Errorf("g.copier under GOMAXPROCS 1: Lanes %d, want %d", got, want)
+	}
+	if got := g.tunedCopier(t, Options{}, defaultTuning()).Options().Lanes; got != want {
+		t.Errorf("g.tunedCopier under GOMAXPROCS 1: Lanes %d, want %d", got, want)
+	}
+}
 
 // TestGPURoundTrip sends random data to the device and back on every path,
 // for sizes around the chunk size and large odd sizes, and checks it on

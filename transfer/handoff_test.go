@@ -24,7 +24,7 @@ func newHandoffEnv(t *testing.T, latency time.Duration) *env {
 	t.Helper()
 	e := newEnv(t, handoffOptions)
 	e.d.latency.Store(int64(latency))
-	if p := planStaging(handoffBytes, DeviceToHost, 1, false, e.c.opt, e.c.tune); p.mode != cooperative || !p.handoff() {
+	if p := planStaging(handoffBytes, DeviceToHost, 1, false, e.c.opt, e.c.tune); p.mode != cooperative || !p.handoff {
 		t.Fatalf("plan %+v: want a cooperative download, back to back, staging alone", p)
 	}
 	return e

@@ -13,11 +13,9 @@ import (
 // event recorded after it that tells when its memory may be reused.
 
 // issue queues the asynchronous copy of host (page-locked, inside one allocation or registration)
-// at offset off of the transfer on s, and records an event after it. When recording fails, the copy
-// may be queued without a fence: issue then waits for the stream before returning, so that the
-// caller may reuse host, unless that wait fails too (unsure: the device may still use host, which
-// must then never be reused). After a failure the event is given back (the copy was refused) or
-// destroyed.
+// at offset off of the transfer on s, and records an event after it. When recording fails, issue
+// waits for the stream so that the caller may reuse host, unless that wait fails too (unsure: the
+// device may still use host, which must never be reused).
 func (c *Copier) issue(s stream, o op, path Path, off int, host []byte) (_ event, unsure bool, _ error) {
 	ev, err := c.events.get()
 	if err != nil {
@@ -41,14 +39,10 @@ func (c *Copier) issue(s stream, o op, path Path, off int, host []byte) (_ event
 	return ev, false, nil
 }
 
-// issueLock serialises the staged lanes' driver calls in one direction (a chunk's asynchronous copy
-// and event record) without putting a lane to sleep. The driver serialises those calls anyway, and
-// each grows slower when many threads make them at once; one caller at a time made device-to-host
-// staging faster. Each direction has its own, as it has its own streams, window and lanes:
-// transfers both ways at once (BenchmarkBothWays). A lane waiting here yields its processor to
-// other goroutines but keeps its thread awake, since a sleeping thread would take longer to wake
-// than the lock is held. In the package's lock order (see Copier) it comes before events.mu and
-// runState.mu.
+// issueLock serialises the staged lanes' driver calls in one direction (a chunk's copy and event)
+// without putting a lane to sleep: the driver serialises them anyway, each grows slower when many
+// threads make them at once, and a sleeping thread would take longer to wake than the lock is held.
+// Each direction has its own (BenchmarkBothWays).
 type issueLock struct{ held atomic.Bool }
 
 func (l *issueLock) lock() {

@@ -9,34 +9,26 @@ import (
 	"time"
 )
 
-// A lane is a goroutine working on one staged transfer: the goroutine that called the transfer, and
-// up to plan.lanes-1 of the copier's standing lanes, which it offers the transfer to before it
-// starts on its own share. A standing lane that finds no transfer to join sleeps. Waking a sleeping
-// goroutine takes a thread wake-up, a large part of a small transfer's time, while a spinning one
-// joins at once but burns its processor meanwhile. So a lane spins for Options.LaneSpin first, but
-// only when the transfer it served followed the one before it within LaneSpin: transfers that come
-// back to back (or overlap) keep the lanes awake, while a paced stream, whose transfers come
-// further apart, pays no spin at all, since the spin would end before the next transfer came
-// anyway.
+// A lane is a goroutine working on one staged transfer: its caller, and up to plan.lanes-1 standing
+// lanes it offers the transfer to. Waking a sleeping lane costs a thread wake-up, a large part of a
+// small transfer's time; a spinning lane joins at once but burns its processor. So a lane spins for
+// Options.LaneSpin before it sleeps, but only after a transfer that followed the one before within
+// LaneSpin (the gap rule): back-to-back transfers keep the lanes awake, a paced stream pays no spin.
 
-// standingLanes are Lanes-1 goroutines of a copier that join staged transfers of one direction
-// beside their callers; a copier has a set per direction (Copier.lanes), so that a transfer one way
-// neither waits for lanes busy with the other way nor splits its lanes with it, and the gap rule
-// below looks at one direction's transfers.
+// standingLanes are Lanes-1 goroutines that join staged transfers of one direction; each direction
+// has its own set (Copier.lanes), so that a transfer neither waits for lanes busy the other way nor
+// splits its lanes with it.
 type standingLanes struct {
-	// board holds the offers that lanes take without a lock (offerBoard), and wake a token for each
-	// lane asleep that an offer needs.
-	board    offerBoard
-	wake     chan struct{}
-	sleeping atomic.Int32 // lanes asleep in next, or about to be
+	board    offerBoard    // the offers, taken without a lock
+	wake     chan struct{} // a token per sleeping lane an offer needs
+	sleeping atomic.Int32  // lanes asleep in next, or about to be
 	spin     time.Duration
 	quit     chan struct{}
-	// quitting is set before quit is closed, for the spin to look at.
-	quitting atomic.Bool
+	quitting atomic.Bool // set before quit is closed, for the spin to look at
 	wg       sync.WaitGroup
 
-	// The gap rule: staged transfers running now, when the last one ended, and the gap before the
-	// latest one (nanoseconds since epoch).
+	// The gap rule: transfers running now, when the last one ended, and the gap before the latest
+	// one (nanoseconds since epoch).
 	active  atomic.Int32
 	lastEnd atomic.Int64
 	lastGap atomic.Int64
@@ -45,8 +37,8 @@ type standingLanes struct {
 // epoch is the origin of standingLanes' clock (monotonic).
 var epoch = time.Now()
 
-// arrive notes the start of a staged transfer: the gap since the last one ended, zero when another
-// is running. It returns the number of staged transfers running, this one included.
+// arrive notes the start of a staged transfer (the gap since the last one ended, zero when another
+// is running) and returns the number running, this one included.
 func (l *standingLanes) arrive() int {
 	gap := int64(0)
 	active := l.active.Add(1)
@@ -57,9 +49,8 @@ func (l *standingLanes) arrive() int {
 	return int(active)
 }
 
-// asleep reports whether the latest staged transfer found the standing lanes asleep: it came more
-// than LaneSpin after the one before (after any gap when lanes never spin), so that its lanes did
-// not spin.
+// asleep reports whether the latest transfer found the lanes asleep: it came more than LaneSpin
+// after the one before (after any gap when lanes never spin).
 func (l *standingLanes) asleep() bool {
 	return time.Duration(l.lastGap.Load()) > max(l.spin, 0)
 }
@@ -70,9 +61,8 @@ func (l *standingLanes) leave() {
 	l.active.Add(-1)
 }
 
-// spinFor is how long a lane that just finished its part of a transfer looks for the next one
-// before it sleeps: LaneSpin when the transfer came within LaneSpin of the one before, else not at
-// all.
+// spinFor is how long a lane that finished its part looks for the next transfer before it sleeps:
+// LaneSpin when the transfer came within LaneSpin of the one before, else not at all.
 func (l *standingLanes) spinFor() time.Duration {
 	if l.spin <= 0 || time.Duration(l.lastGap.Load()) > l.spin {
 		return 0
@@ -80,8 +70,8 @@ func (l *standingLanes) spinFor() time.Duration {
 	return l.spin
 }
 
-// job is a transfer offered to the standing lanes: join runs a lane of it, or nothing when the
-// transfer's caller has finished its own lane.
+// job is a transfer offered to the standing lanes: join runs a lane of it, or nothing once the
+// transfer is closed to lanes.
 type job interface{ join() }
 
 // newStandingLanes starts n lanes that spin for up to spin (none when it is not positive) before
@@ -108,8 +98,8 @@ func (l *standingLanes) work() {
 	}
 }
 
-// next returns the next transfer offered, looking for one for spinFor before it sleeps; ok is false
-// once the lanes are stopped.
+// next returns the next transfer offered, spinning for spinFor before it sleeps; ok is false once
+// the lanes are stopped.
 func (l *standingLanes) next() (j job, ok bool) {
 	poll := func() bool {
 		if l.quitting.Load() {
@@ -145,24 +135,18 @@ func (l *standingLanes) next() (j job, ok bool) {
 		if !woken {
 			return nil, false
 		}
-		// The offer that woke this lane may be taken already: look again, spinning as after a
-		// transfer.
+		// The offer that woke this lane may be taken already: look again.
 	}
 }
 
-// testHookBeforeSleep, when set (by a test, before the lanes start), runs in a lane that found no
-// offer, before it counts itself asleep: it widens the window in which an offer can be published
-// unseen.
+// testHookBeforeSleep, set by a test before the lanes start, runs in a lane that found no offer
+// before it counts itself asleep, to widen the window in which an offer can be published unseen.
 var testHookBeforeSleep func()
 
-// offer asks for up to n lanes for j without waiting. It puts the offer on the board, where
-// spinning lanes take it without a lock, and wakes as many sleeping lanes as it needs. With no room
-// on the board (every slot holds a live offer, so every lane has work) j runs on its caller's lane
-// alone. Lanes that take an offer after j's caller has closed j drop it.
-//
-// The board replaced a channel of offers, whose lock seven spinning lanes contended for with the
-// caller and slept on: an uploaded frame with one goroutine moved faster with the board by more
-// than the margin a second mechanism needs (BenchmarkFrameStream), so the channel went.
+// offer asks for up to n lanes for j without waiting: it puts the offer on the board and wakes as
+// many sleeping lanes as it needs. With no free slot (every lane has work) j runs on its caller
+// alone. The board replaced a channel of offers, whose lock the spinning lanes contended for: an
+// uploaded frame moved faster by more than a second mechanism's margin (BenchmarkFrameStream).
 func (l *standingLanes) offer(j job, n int) {
 	if n <= 0 || !l.board.put(j, n) {
 		return
@@ -176,13 +160,8 @@ func (l *standingLanes) offer(j job, n int) {
 	}
 }
 
-// withdraw takes j's offer off the board once j is closed to lanes, so that only live offers hold
-// its slots.
-func (l *standingLanes) withdraw(j job) { l.board.withdraw(j) }
-
-// offerBoard is slots of offers that lanes take without a lock: each offer is a job and a count of
-// lanes it still wants. It has a slot per standing lane: more offers than lanes could not all be
-// served.
+// offerBoard is a slot per standing lane (more offers could not all be served), each holding a job
+// and the count of lanes it still wants.
 type offerBoard struct {
 	slots []atomic.Pointer[boardOffer]
 }
@@ -208,8 +187,8 @@ func (b *offerBoard) put(j job, n int) bool {
 	return false
 }
 
-// take claims one lane of an offer on the board and returns its job, or nil when the board is
-// empty. The lane that takes an offer's last lane, or finds it taken, frees its slot.
+// take claims one lane of an offer and returns its job, or nil when the board is empty. The lane
+// that takes an offer's last lane, or finds it taken, frees its slot.
 func (b *offerBoard) take() job {
 	for i := range b.slots {
 		o := b.slots[i].Load()
@@ -236,6 +215,10 @@ func (b *offerBoard) withdraw(j job) {
 	}
 }
 
+// withdraw takes j's offer off the board once j is closed to lanes, so that only live offers hold
+// slots.
+func (l *standingLanes) withdraw(j job) { l.board.withdraw(j) }
+
 // stop ends the lanes and waits for them; transfers must be over.
 func (l *standingLanes) stop() {
 	l.quitting.Store(true)
@@ -243,8 +226,8 @@ func (l *standingLanes) stop() {
 	l.wg.Wait()
 }
 
-// runState is what the lanes of one staged transfer share in both modes: the first error, the flag
-// that stops them, and the standing lanes that joined.
+// runState is what the lanes of one staged transfer share in both modes: the first error, the stop
+// flag, and the standing lanes that joined.
 type runState struct {
 	stop atomic.Bool
 
@@ -252,15 +235,12 @@ type runState struct {
 	err    error
 	closed bool           // no lane may join any more
 	joined sync.WaitGroup // standing lanes that joined
-	// in counts the joined lanes still at work, for endJoins to spin on.
-	in atomic.Int32
+	in     atomic.Int32   // joined lanes still at work, for endJoins to spin on
 }
 
-// endSpin is how long endJoins spins on the joined lanes before it sleeps, when the standing lanes
-// spin (spinFor): a cooperative transfer's lanes end within a stripe of each other, and a goroutine
-// that sleeps takes a long while to run again once woken while lanes spin beside it; the spin is
-// what moves a stream of device-to-host frames faster (BenchmarkFrameStream). A transfer whose
-// lanes sleep, such as a paced stream's, does not spin here either.
+// endSpin is how long endJoins spins on the joined lanes before it sleeps, when the lanes spin
+// (spinFor): a cooperative transfer's lanes end within a stripe of each other, and a caller that
+// sleeps wakes late beside spinning lanes (BenchmarkFrameStream, downloads).
 var endSpin = 50 * time.Microsecond
 
 // fail records err (the first one wins) and stops the transfer.
@@ -273,8 +253,8 @@ func (s *runState) fail(err error) {
 	s.stop.Store(true)
 }
 
-// joinLane runs lane on a standing lane, unless the transfer's caller has already finished its own
-// lane (then all the work is claimed, and the offer is stale).
+// joinLane runs lane on a standing lane, unless the transfer is closed to lanes (the offer is
+// stale).
 func (s *runState) joinLane(lane func()) {
 	if !s.enter(nil) {
 		return
@@ -306,7 +286,7 @@ func (s *runState) exit() {
 	s.joined.Done()
 }
 
-// endJoins stops standing lanes from joining and waits for those that did, spinning for up to spin
+// endJoins closes the transfer to lanes and waits for those that joined, spinning for up to spin
 // before it sleeps.
 func (s *runState) endJoins(spin time.Duration) {
 	s.mu.Lock()
@@ -318,8 +298,8 @@ func (s *runState) endJoins(spin time.Duration) {
 	s.joined.Wait()
 }
 
-// endSpinFor is how long the caller of a staged transfer spins on its lanes' end (see endSpin):
-// zero unless the standing lanes spin.
+// endSpinFor is how long a transfer's caller spins on its lanes' end: endSpin while the lanes spin,
+// else zero.
 func (l *standingLanes) endSpinFor() time.Duration {
 	if l.spinFor() == 0 {
 		return 0
@@ -327,23 +307,18 @@ func (l *standingLanes) endSpinFor() time.Duration {
 	return endSpin
 }
 
-// spinYieldEvery is how long spinUntil busy-waits between two yields of the processor. A yield
-// (runtime.Gosched) goes through the scheduler's global lock: lanes that yielded after every look,
-// as the package's spin once did, spent much of their time on that lock and delayed the goroutines
-// that did the work, a transfer's first copy among them. The value was chosen between yielding
-// often, which suits host-to-device frames, and rarely, which suits device-to-host ones and spends
-// less CPU time (BenchmarkFrameStream). Yielding now and then still lets another goroutine of the
-// same processor run.
+// spinYieldEvery is how long spinUntil busy-waits between two yields of the processor. A yield goes
+// through the scheduler's global lock, and lanes that yielded after every look delayed the
+// goroutines doing the work; the value lies between yielding often, which suits uploaded frames,
+// and rarely, which suits downloads and spends less CPU time (BenchmarkFrameStream).
 var spinYieldEvery = 20 * time.Microsecond
 
 // spinLooks is how many looks spinUntil takes between two readings of the clock.
 const spinLooks = 16
 
-// spinUntil calls ready, with a CPU pause in between, until it reports true or limit has passed; a
-// negative limit means no limit, zero one call. It reports ready's last answer. It is the package's
-// one busy wait: for waits shorter than a thread wake-up (a lane's next transfer, the issue lock, a
-// cooperative chunk's DMA, the lanes of a transfer that end together), where sleeping would cost
-// more than the wait. It yields the processor every spinYieldEvery.
+// spinUntil calls ready, with a CPU pause in between, until it reports true or limit has passed
+// (negative: no limit; zero: one call), and reports ready's last answer. It is the package's one
+// busy wait, for waits shorter than a thread wake-up.
 func spinUntil(ready func() bool, limit time.Duration) bool {
 	if ready() {
 		return true

@@ -68,3 +68,19 @@ func lineSpan(b []byte) (p, n uintptr) {
 
 // evictAvailable reports whether evictBytes evicts anything.
 func evictAvailable() bool { return canEvict }
+
+// demoteLines moves n bytes at p (64-byte aligned, n a multiple of 64) from the core's own caches to
+// the last-level cache with CLDEMOTE. Implemented in ntcopy_amd64.s. p is an address, as for
+// flushLines.
+func demoteLines(p, n uintptr)
+
+// demoteBytes moves the cache lines of b from the calling core's caches to the last-level cache,
+// where a DMA engine reads them without first asking the core for them. CLDEMOTE is a hint: CPUs
+// without it execute it as a no-op.
+func demoteBytes(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	demoteLines(lineSpan(b))
+	runtime.KeepAlive(b)
+}

@@ -56,3 +56,22 @@ TEXT ·cpuid7EBX(SB), NOSPLIT, $0-4
 	CPUID
 	MOVL BX, ret+0(FP)
 	RET
+
+// func demoteLines(p, n uintptr)
+//
+// Moves the n bytes at p (whole 64-byte lines, p 64-byte aligned) from the core's own caches to the
+// last-level cache with CLDEMOTE, a hint that CPUs without it execute as a no-op.
+TEXT ·demoteLines(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), DI
+	MOVQ n+8(FP), CX
+	SHRQ $6, CX
+	JZ   ddone
+
+dloop:
+	CLDEMOTE (DI)
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  dloop
+
+ddone:
+	RET

@@ -11,3 +11,6 @@ func evictBytes(b []byte) {}
 
 // evictAvailable reports whether evictBytes evicts anything.
 func evictAvailable() bool { return false }
+
+// demoteBytes does nothing where there is no CLDEMOTE binding.
+func demoteBytes(b []byte) {}

@@ -9,9 +9,7 @@ import (
 )
 
 // Options configure a Copier. The zero value is ready to use: every zero field takes the default
-// named beside it (Defaults fills them in as New does). The defaults were chosen from measurements
-// on a PCIe Gen5 host; the package's benchmarks (see the package documentation) re-measure them on
-// the machine at hand.
+// named beside it (Defaults fills them in as New does).
 type Options struct {
 	// Streams is the number of CUDA streams the copier owns: half of them (rounded up) carry
 	// host-to-device copies and the rest device-to-host copies, so that both copy engines work at
@@ -22,33 +20,26 @@ type Options struct {
 	// most this size, each one asynchronous copy. Zero means DefaultChunkSize.
 	ChunkSize int
 
-	// WindowBytes bounds the pinned staging memory held by the copier's transfers in one direction:
-	// a transfer waits for a staging buffer once WindowBytes/ChunkSize of them are held for its
-	// direction, so that little memory is locked at once. Each direction has a window of its own,
-	// since the two run on separate copy engines: a copier that moves data both ways at once holds
-	// up to twice WindowBytes. It must hold at least one chunk; two or more let CPU copies overlap
-	// DMA. Zero means DefaultWindowBytes.
+	// WindowBytes bounds the pinned staging memory held by the copier's transfers in one direction
+	// (WindowBytes/ChunkSize buffers; a transfer waits for one beyond that). Each direction has a
+	// window of its own, since the two run on separate copy engines: both ways at once hold up to
+	// twice WindowBytes. It must hold at least one chunk; two or more let CPU copies overlap DMA.
+	// Zero means DefaultWindowBytes.
 	WindowBytes int64
 
-	// Lanes is the most goroutines that work on one staged transfer: the calling goroutine and up
-	// to Lanes-1 standing lanes of the copier, which copy between pageable memory and staging
-	// buffers in parallel with each other and with the DMA. Each direction has Lanes-1 standing
-	// lanes of its own, shared among the transfers staging in that direction at once, so transfers
-	// both ways at once may keep up to twice Lanes goroutines busy. 1 stages on the calling
-	// goroutine alone. A transfer of at most the window host to device that finds the standing
-	// lanes asleep (it came more than LaneSpin after the one before) takes half of them: its caller
-	// starts at once, and lanes that wake up late find little left to copy. Zero means
-	// min(GOMAXPROCS, DefaultMaxLanes).
+	// Lanes is the most goroutines that work on one staged transfer: the caller and up to Lanes-1
+	// standing lanes of the copier, which copy between pageable memory and staging in parallel with
+	// each other and with the DMA. Each direction has Lanes-1 standing lanes, shared among its
+	// transfers at once. 1 stages on the caller alone. A transfer within the window that finds the
+	// lanes asleep (more than LaneSpin after the one before) takes half of them: lanes that wake
+	// late find little left to copy. Zero means min(GOMAXPROCS, DefaultMaxLanes).
 	Lanes int
 
 	// LaneSpin is how long a standing lane keeps looking for the next staged transfer before it
 	// sleeps, after a transfer that came within LaneSpin of the one before it in the same direction
-	// (or overlapped it); such a transfer's caller also spins briefly for its lanes to finish
-	// instead of sleeping. A sleeping lane takes a thread wake-up to start, which delays transfers
-	// that follow each other closely; a spinning lane burns CPU time, up to (Lanes-1) × LaneSpin
-	// after such a transfer (twice that when both directions have such transfers). Transfers
-	// further apart than LaneSpin, such as a paced stream of frames, pay no spin. Zero means
-	// DefaultLaneSpin; negative means never spin.
+	// (or overlapped it). A sleeping lane takes a thread wake-up to start; a spinning one burns up
+	// to (Lanes-1) × LaneSpin of CPU time after such a transfer. Transfers further apart, such as a
+	// paced stream of frames, pay no spin. Zero means DefaultLaneSpin; negative means never spin.
 	LaneSpin time.Duration
 
 	// DirectBelow is the size below which a copy of pageable memory skips staging and goes through
@@ -63,9 +54,7 @@ type Options struct {
 	RegisterChunk int64
 
 	// Prewarm makes New reserve one window's staging buffers in the pool (pinpool.Pool.Reserve), so
-	// that the first transfers do not wait for the pool to allocate pinned memory, which is slow.
-	// Transfers both ways at once take up to a second window's buffers from the pool as they need
-	// them.
+	// that the first transfers do not wait for the pool to allocate pinned memory.
 	Prewarm bool
 }
 
@@ -78,22 +67,18 @@ const (
 	// each lane holds several chunks in flight, large enough that the copy engine's pause between
 	// copies costs little; 4 MiB chunks made the lanes' copies slower (BenchmarkStagedTuning).
 	DefaultChunkSize = 2 << 20
-	// DefaultWindowBytes is 32 MiB of staging: 16 chunks, enough for 8 lanes to keep two chunks
-	// each in flight, and small enough to stay in the last-level cache, where the DMA reads it
-	// fastest.
+	// DefaultWindowBytes is 32 MiB: 16 chunks, two in flight for each of 8 lanes, and small enough
+	// to stay in the last-level cache, where the DMA reads it fastest.
 	DefaultWindowBytes = 32 << 20
 	// DefaultMaxLanes caps the default number of lanes: the CPU copy is the staged path's limit,
 	// and more than 8 lanes staged no faster while taking processors from the application.
 	DefaultMaxLanes = 8
-	// DefaultLaneSpin is 200 µs: longer than the gaps between transfers that follow each other back
-	// to back, so that such a stream keeps its lanes awake, and shorter than the period of a paced
-	// stream of frames (a 300 frames a second stream), which then pays no spin. Measured both ways
-	// by BenchmarkFrameStream and BenchmarkPacedFrames: the spin speeds up a back-to-back stream
-	// and costs it CPU time; a paced stream pays none.
+	// DefaultLaneSpin is 200 µs: longer than the gaps of a back-to-back stream, which keeps its
+	// lanes awake, and shorter than the period of a paced stream of frames at 300 frames a second,
+	// which pays no spin (BenchmarkFrameStream, BenchmarkPacedFrames).
 	DefaultLaneSpin = 200 * time.Microsecond
-	// DefaultDirectBelow is 1 MiB: from there on, staging was faster than the driver's own copy of
-	// pageable memory in a stream of transfers in both directions; a transfer after a pause, whose
-	// lanes must wake, is level with the driver's copy at 1 MiB.
+	// DefaultDirectBelow is 1 MiB: from there on staging beat the driver's own copy of pageable
+	// memory both ways; a transfer after a pause, whose lanes must wake, is level with it there.
 	DefaultDirectBelow = 1 << 20
 	// DefaultRegisterChunk is cuda.DefaultRegisterChunk, as for cudahost.
 	DefaultRegisterChunk = cuda.DefaultRegisterChunk
@@ -142,6 +127,5 @@ func (o Options) Defaults() (Options, error) {
 }
 
 // Slots is the number of staging buffers of ChunkSize bytes one direction's window holds
-// (WindowBytes/ChunkSize). A pool serving only this copier's staging must be able to give 2*Slots
-// at once for transfers both ways at once to run at full speed, Slots for one direction.
+// (WindowBytes/ChunkSize): what a pool must be able to give at once to one direction's transfers.
 func (o Options) Slots() int { return int(o.WindowBytes / int64(max(o.ChunkSize, 1))) }

@@ -147,6 +147,7 @@ func BenchmarkColdSource(b *testing.B) {
 // benchmark ends.
 func tracedCopier(b *testing.B, g *gpu, tr *trace, o Options) *Copier {
 	o.DirectBelow, o.Prewarm = -1, true
+	defer allCPUs()() // see g.copier
 	c, err := newCopier(g.pool, tracedDevice{cudaDevice{g.ctx}, tr}, o, defaultTuning())
 	if err != nil {
 		b.Fatal(err)

@@ -329,3 +329,51 @@ func TestCancelWhileWaitingForStaging(t *testing.T) {
 		t.Fatalf("got %v: want the deadline, not ErrBudget", err)
 	}
 }
+
+// TestChunkedUploadDemotes checks that a chunked upload's lanes demote the chunks they hold in
+// flight once none is left to claim (laneQueue.demote), each chunk's staging once, and only
+// uploads: with a depth that holds every chunk, all of an upload's bytes are demoted, none of a
+// download's.
+func TestChunkedUploadDemotes(t *testing.T) {
+	var mu sync.Mutex
+	var demoted []int
+	demoteHook = func(b []byte) {
+		mu.Lock()
+		demoted = append(demoted, len(b))
+		mu.Unlock()
+	}
+	t.Cleanup(func() { demoteHook = demoteBytes })
+	const n = 4*testChunk - 100
+	e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 16 * testChunk, Lanes: 2, DirectBelow: -1}, chunkedOnly())
+	if p := planStaging(n, HostToDevice, 1, true, e.c.opt, e.c.tune); p.mode != chunked || p.chunks != 4 || p.depth < p.chunks {
+		t.Fatalf("plan %+v: want 4 chunks, all of them in flight at once", p)
+	}
+	dev := e.d.alloc(n)
+	src := randomBytes(n, 5)
+	for round := range 3 {
+		mu.Lock()
+		demoted = demoted[:0]
+		mu.Unlock()
+		if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
+			t.Fatal(err)
+		}
+		sameBytes(t, fmt.Sprintf("round %d", round), e.devBytes(dev, n), src)
+		mu.Lock()
+		total := 0
+		for _, m := range demoted {
+			total += m
+		}
+		if total != n || len(demoted) != 4 {
+			t.Errorf("round %d: demoted %v (%d bytes), want the 4 chunks of %d bytes", round, demoted, total, n)
+		}
+		mu.Unlock()
+		if err := e.c.FromDevice(context.Background(), make([]byte, n), dev); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if len(demoted) != 4 {
+			t.Errorf("round %d: after the download, demoted %v: want the upload's 4 chunks only", round, demoted)
+		}
+		mu.Unlock()
+	}
+}

@@ -1,26 +1,21 @@
 package transfer
 
-// Step 2 of a transfer: the staging plan. Every staged transfer (pageable memory from
-// Options.DirectBelow up, or below it with DirectBelow negative) runs by a plan that planStaging
-// decides once, from its size, direction, the number of transfers staging at the time, the options
-// and the tuning; nothing later changes the mode, the chunk size or the number of lanes.
+// Step 2 of a transfer: the staging plan, decided once by planStaging from the transfer's size and
+// direction, the transfers staging at the time, the options and the tuning.
 
-// mode is how the lanes of a staged transfer share its work. The package keeps two, each for the
-// sizes where it wins by far more than the margin a second mechanism needs: the cooperative mode
-// for frames and other transfers within the window (BenchmarkFrameStream, BenchmarkStagedSizes'
-// small sizes), the chunked one above it, where lanes that wait for each other at every chunk cap
-// the rate well below independent lanes (BenchmarkStagedSizes, 64 MiB and up).
+// mode is how the lanes of a staged transfer share its work. Each of the two wins by far more than
+// a second mechanism's margin where it is used: the cooperative mode within the window, uploads
+// most (plan=chunked-only beside the default in BenchmarkStagedSizes), the chunked one above,
+// where lanes that wait for each other at every chunk cap the rate well below independent lanes
+// (BenchmarkStagedSizes, 64 MiB and up).
 type mode int
 
 const (
-	// chunked: each lane claims whole chunks and takes each one through staging, issue and
-	// completion on its own, keeping a few in flight. Lanes never wait for each other, which large
-	// transfers need.
+	// chunked: each lane takes whole chunks through staging, issue and completion on its own,
+	// keeping a few in flight; lanes never wait for each other.
 	chunked mode = iota
-	// cooperative: the transfer holds all its staging at once, every lane copies stripes of every
-	// chunk, and one goroutine at a time calls the driver. Small transfers spend most of their time
-	// in driver calls and in the DMA's first and last chunk, which this shortens; it needs all the
-	// staging up front, so only transfers that fit in a share of the window run this way.
+	// cooperative: the transfer holds all its staging at once and every lane copies stripes of
+	// every chunk, which shortens the DMA's first and last chunk, most of a small transfer's time.
 	cooperative
 )
 
@@ -54,11 +49,14 @@ type plan struct {
 	//     that the next DMA into it, which comes at once, need not chase its lines there. A paced
 	//     stream reuses the staging milliseconds later; there the eviction cost CPU time and made
 	//     each frame slower, not faster;
-	//   - with streamOut too (the transfer stages alone), the caller does not wait for the
-	//     eviction: it returns once its bytes are copied out, and its lanes evict and give the
-	//     staging back (the handoff, coop.go).
 	// (BenchmarkFrameStream and BenchmarkPacedFrames, downloads, measure each rule.)
 	backToBack bool
+	// handoff: back to back and staging alone (streamOut), the caller does not wait for the
+	// eviction: it returns once its bytes are copied out, and its lanes evict and give the staging
+	// back (coop.go). A second way to end a download, it stays for its measured gain: 1 MiB
+	// downloads back to back moved faster by more than a second mechanism's margin, frames faster
+	// for less CPU time (BenchmarkStagedSizes and BenchmarkFrameStream, plan=/copier=handoff-off).
+	handoff bool
 
 	// chunked mode
 	depth int // chunks a lane keeps in flight before it completes its oldest
@@ -70,14 +68,12 @@ type plan struct {
 	stripes   int // stripes of the whole transfer
 }
 
-// planStaging decides how a staged transfer of n > 0 bytes in direction dir runs, when active
-// transfers of the copier stage in that direction at once (this one among them; the other direction
-// has lanes and a window of its own) and the direction's standing lanes are asleep or not.
-// Options.Lanes are shared among the transfers staging at once (each caller is a lane of its own,
-// so more lanes per transfer only make them contend), two at least. The transfer runs cooperatively
-// when it has two lanes or more and its staging fits in the direction's share of the window
-// (tuning.coopShare), else chunked, in chunks of ChunkSize or smaller ones (down to minChunk) when
-// that gives every lane a chunk.
+// planStaging plans a staged transfer of n > 0 bytes in direction dir, when active transfers stage
+// that way at once (this one among them) and the direction's lanes are asleep or not. Options.Lanes
+// are shared among the active transfers, two at least (each caller is a lane, and more only
+// contend). The transfer runs cooperatively when it has two lanes and its staging fits its share of
+// the window (tuning.coopShare), else chunked, in chunks of ChunkSize or less (down to minChunk)
+// when that gives every lane a chunk.
 func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
 	if active > 1 {
@@ -95,12 +91,13 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 			perChunk := ceilDiv(chunk, stripe)
 			last := n - (chunks-1)*chunk
 			stripes := (chunks-1)*perChunk + ceilDiv(last, stripe)
-			if dir == HostToDevice && asleep && t.coldShare > 1 {
+			if asleep && t.coldShare > 1 {
 				lanes = max(2, ceilDiv(lanes, t.coldShare))
 			}
 			return plan{
 				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
 				streamOut: streamOut, backToBack: dir == DeviceToHost && !asleep,
+				handoff:   dir == DeviceToHost && !asleep && streamOut && t.handoff,
 				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
 			}
 		}
@@ -114,9 +111,8 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 	}
 }
 
-// chunkFor is the chunk size of a chunked transfer of n bytes: chunk (the staging buffer's size),
-// or less when that would leave lanes without work, so that a transfer of a few chunks still copies
-// on every lane; never below minChunk (or chunk, if smaller), in whole cache lines.
+// chunkFor is the chunk size of a chunked transfer of n bytes: chunk, or less when that would leave
+// lanes without work; never below minChunk (or chunk, if smaller), in whole cache lines.
 func chunkFor(n, chunk, lanes, minChunk int) int {
 	u := roundUp(ceilDiv(n, lanes), 64)
 	return max(min(u, chunk), min(minChunk, chunk))
@@ -131,11 +127,6 @@ func (p *plan) stripeRange(i int) (chunk, lo, hi int) {
 	hi = min(lo+p.stripe, (chunk+1)*p.chunk, p.n)
 	return chunk, min(lo, hi), hi
 }
-
-// handoff reports whether the caller of a cooperative download returns before its lanes have
-// evicted and given back the staging: back to back (the eviction) and staging alone (backToBack,
-// coop.go).
-func (p *plan) handoff() bool { return p.backToBack && p.streamOut }
 
 // chunkRange is the byte range [lo, hi) of the transfer that chunk i covers.
 func (p *plan) chunkRange(i int) (lo, hi int) {
@@ -153,32 +144,29 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 func roundUp(a, m int) int { return ceilDiv(a, m) * m }
 
-// tuning holds the staging plan's internal constants. They are not options: a user has no way to
-// know better values than the measured ones. The package's benchmarks build copiers with other
-// values (newCopier with a tuning, gpu.tunedCopier) to compare them with the defaults in the same
-// run.
+// tuning holds the staging plan's measured constants: not options, since a user has no way to know
+// better values. Benchmarks build copiers with other values (gpu.tunedCopier) to compare them with
+// the defaults in the same run.
 type tuning struct {
-	// coopChunk is the chunk size of a cooperative transfer: small, so that the first DMA starts
-	// early and the last one ends soon after the last CPU copy; several such chunks share one
-	// staging buffer.
+	// coopChunk is a cooperative transfer's chunk: small, so that the first DMA starts early and the
+	// last ends soon after the last CPU copy; several share one staging buffer.
 	coopChunk int
 	// coopShare is the share of the window a cooperative transfer may hold, per direction, as a
-	// divisor: 1 is the whole window, 2 half of it. Zero turns the cooperative mode off. Host to
-	// device, the cooperative mode stayed faster than the chunked one up to the whole window;
-	// device to host, only up to half of it.
+	// divisor (zero: never cooperative). The cooperative mode stayed faster than the chunked one up
+	// to the whole window uploading, half of it downloading (BenchmarkStagedSizes).
 	coopShare [2]int
 	// minStripe is the smallest part of a cooperative chunk that one lane copies: below it,
 	// claiming the work costs more than sharing it saves.
 	minStripe int
-	// minChunk is the smallest chunk of the chunked mode when a transfer is cut finer than
-	// ChunkSize to give every lane work.
+	// minChunk is the smallest chunked-mode chunk when a transfer is cut finer to give lanes work.
 	minChunk int
-	// coldShare divides the lanes of a cooperative host-to-device transfer that finds the standing
-	// lanes asleep (zero: all lanes). Its caller starts copying at once, and lanes that wake up
-	// late find most of the work done but still pay their wake-up: in a paced stream of frames,
-	// half the lanes moved a frame as fast for less CPU time (BenchmarkPacedFrames). Device to
-	// host, the lanes wake while the first chunk's DMA runs, and all of them copy out.
+	// coldShare divides the lanes of a cooperative transfer that finds the lanes asleep (zero:
+	// all): lanes that wake late find the work done but pay their wake-up. Half the lanes moved a
+	// paced stream's frames as fast for less CPU time, both ways (BenchmarkPacedFrames,
+	// copier=all-lanes-asleep).
 	coldShare int
+	// handoff turns plan.handoff on.
+	handoff bool
 }
 
 // defaultTuning is the tuning of every copier made by New.
@@ -186,6 +174,6 @@ func defaultTuning() tuning {
 	return tuning{
 		coopChunk: 1 << 20,
 		coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
-		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2,
+		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2, handoff: true,
 	}
 }

@@ -72,6 +72,8 @@ func TestPlanStaging(t *testing.T) {
 		// The cooperative mode off.
 		{MiB, H, 1, def, chunkedOnly(), plan{mode: chunked, n: MiB, chunk: 256 << 10, chunks: 4, lanes: 4, buffer: 2 * MiB, depth: 4}},
 	} {
+		// A cooperative download back to back and staging alone hands off.
+		tc.want.handoff = tc.want.backToBack && tc.want.streamOut && tc.tu.handoff
 		if got := planStaging(tc.n, tc.dir, tc.active, false, tc.o, tc.tu); got != tc.want {
 			t.Errorf("planStaging(%d, %v, %d active, Lanes %d, ChunkSize %d, WindowBytes %d, %+v)\n got %+v\nwant %+v", tc.n, tc.dir, tc.active, tc.o.Lanes, tc.o.ChunkSize, tc.o.WindowBytes, tc.tu, got, tc.want)
 		}
@@ -194,11 +196,12 @@ func TestPlanAsleep(t *testing.T) {
 	}{
 		{frameBytes, HostToDevice, 8, true, 4, false},
 		{frameBytes, HostToDevice, 8, false, 8, false},
-		{frameBytes, DeviceToHost, 8, true, 8, false},
+		{frameBytes, DeviceToHost, 8, true, 4, false},
 		{frameBytes, DeviceToHost, 8, false, 8, true},
 		{frameBytes, HostToDevice, 3, true, 2, false},
 		{frameBytes, HostToDevice, 2, true, 2, false},
 		{32 * MiB, HostToDevice, 8, true, 4, false},
+		{16 * MiB, DeviceToHost, 8, true, 4, false},
 		{64 * MiB, HostToDevice, 8, true, 8, false},  // chunked
 		{64 * MiB, DeviceToHost, 8, false, 8, false}, // chunked
 		{100, HostToDevice, 8, true, 1, false},       // one stripe
@@ -222,5 +225,11 @@ func TestPlanAsleep(t *testing.T) {
 	tu.coldShare = 0
 	if got := planStaging(frameBytes, HostToDevice, 1, true, o, tu).lanes; got != 8 {
 		t.Errorf("coldShare 0: %d lanes, want 8", got)
+	}
+	// The handoff off: back to back still, no handoff.
+	tu = defaultTuning()
+	tu.handoff = false
+	if p := planStaging(frameBytes, DeviceToHost, 1, false, o, tu); !p.backToBack || p.handoff {
+		t.Errorf("handoff off: back to back %v, handoff %v; want true, false", p.backToBack, p.handoff)
 	}
 }

@@ -11,11 +11,10 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 )
 
-// Registration is host memory page-locked by Copier.Register for a scope: copies to and from any
-// range inside it go directly as asynchronous copies, with no staging, until Close. It suits large
-// buffers that are copied many times: registering costs about as much as copying the memory a few
-// times over, and unregistering synchronises with the device (BenchmarkTransfer and pinpool bench
-// measure both on the machine at hand).
+// Registration is host memory page-locked by Copier.Register for a scope: copies of any range
+// inside it go as asynchronous copies, with no staging, until Close. It suits large buffers copied
+// many times: registering costs about as much as copying the memory a few times over, and
+// unregistering synchronises with the device (BenchmarkTransfer and pinpool bench measure both).
 type Registration struct {
 	c          *Copier
 	mem        []byte // keeps a Go slice alive (the Go heap does not move)
@@ -41,17 +40,15 @@ type registry struct {
 	list  []*Registration
 }
 
-// Register page-locks b, in parts of at most Options.RegisterChunk bytes whose boundaries fall on
-// pages (see cuda.RegisterInParts), so that copies of b's bytes go directly to and from the device
-// until the Registration is closed. b must stay allocated until then (a Go slice is kept referenced
-// by the Registration; an mmap'd region must not be unmapped). If a part fails, the parts already
-// registered are unregistered, and the error names the part. Errors wrap ErrRegister: for empty
-// memory, memory the driver refuses (not mapped, for instance), and, as ErrAlreadyRegistered,
-// memory that overlaps a registration of this copier or memory already page-locked (a pool buffer).
-//
-// The driver refuses a copy that spans two registrations, so copies are split at the boundaries of
-// the parts and registrations they cover; memory registered by other code is not known to the
-// copier and must not be copied across its registrations' boundaries.
+// Register page-locks b, in parts of at most Options.RegisterChunk bytes on page boundaries (see
+// cuda.RegisterInParts), so that copies of b's bytes go directly to and from the device until the
+// Registration is closed. b must stay allocated until then (a Go slice is kept referenced; an
+// mmap'd region must not be unmapped). If a part fails, the parts registered are unregistered and
+// the error names the part. Errors wrap ErrRegister: for empty memory, memory the driver refuses,
+// and, as ErrAlreadyRegistered, memory that overlaps a registration of this copier or memory
+// already page-locked (a pool buffer). Copies are split at the boundaries of the parts and
+// registrations they cover, which the driver requires; memory registered by other code is not known
+// to the copier and must not be copied across its registrations' boundaries.
 func (c *Copier) Register(b []byte) (*Registration, error) {
 	if err := c.begin(); err != nil {
 		return nil, err

@@ -11,10 +11,9 @@ import (
 	"github.com/pinpool/pinpool"
 )
 
-// Step 3 of a transfer: run. staged runs one staged transfer by its plan, cooperatively (coop.go)
-// or chunked (below). In both modes the calling goroutine is a lane, offers the transfer to
-// plan.lanes-1 standing lanes, and returns only when every copy it issued has completed, also after
-// a failure or cancellation, so that no DMA runs into memory that was given back.
+// Step 3 of a transfer: run. staged runs a staged transfer by its plan, cooperatively (coop.go) or
+// chunked (below). In both modes the caller is a lane, offers the transfer to plan.lanes-1 standing
+// lanes, and returns only when every copy issued has completed, also after a failure.
 
 // staged copies the pageable memory of o through staging buffers.
 func (c *Copier) staged(ctx context.Context, o op) error {
@@ -28,8 +27,7 @@ func (c *Copier) staged(ctx context.Context, o op) error {
 		if ok, err := c.coop(ctx, o, p); ok {
 			return err
 		}
-		// The window or the pool could not give the transfer all its staging at once: run it
-		// chunked, which waits for staging as it goes.
+		// No staging for all of it at once: chunked waits for staging as it goes.
 		p = planStaging(len(o.host), o.dir, active, asleep, c.opt, tuning{minChunk: c.tune.minChunk})
 	}
 	return c.chunked(ctx, o, p)
@@ -55,8 +53,8 @@ type chunkedRun struct {
 	runState
 }
 
-// inFlight is one chunk whose copy is queued: the chunk's range of the transfer, the staging buffer
-// it is copied into or out of, and the event recorded after its copy.
+// inFlight is one chunk whose copy is queued: its range, its staging buffer and the event after its
+// copy.
 type inFlight struct {
 	ev  event
 	off int
@@ -64,11 +62,10 @@ type inFlight struct {
 	buf pinpool.Buffer
 }
 
-// chunked runs a chunked transfer. A lane owns each chunk it claims from start to end, the same way
-// in both directions: it takes a window slot and a staging buffer, copies the chunk into the buffer
-// (host to device), issues the copy and its event, and goes on to its next chunk; once it holds
-// plan.depth chunks in flight it completes the oldest. So no lane waits for another, and a lane's
-// CPU copies overlap the DMA of its own earlier chunks and of the other lanes'.
+// chunked runs a chunked transfer. A lane owns each chunk it claims from start to end: it takes a
+// window slot and a staging buffer, copies the chunk in (host to device), issues its copy and event,
+// and goes on to its next chunk, completing its oldest once it holds plan.depth. So no lane waits
+// for another, and a lane's CPU copies overlap the DMA of its own earlier chunks and the others'.
 func (c *Copier) chunked(ctx context.Context, o op, p plan) error {
 	r := &chunkedRun{c: c, ctx: ctx, o: o, p: p}
 	lanes := c.lanes[o.dir]
@@ -82,8 +79,7 @@ func (c *Copier) chunked(ctx context.Context, o op, p plan) error {
 // join runs a lane of r on a standing lane.
 func (r *chunkedRun) join() { r.joinLane(r.lane) }
 
-// claim returns the offset and length of the next chunk, or ok false when none is left or the
-// transfer stopped (after recording ctx's error).
+// claim returns the next chunk's range, or ok false when none is left or the transfer stopped.
 func (r *chunkedRun) claim() (off, n int, ok bool) {
 	if r.stop.Load() {
 		return 0, 0, false
@@ -106,8 +102,7 @@ type laneQueue struct {
 	held []inFlight
 }
 
-// completeOldest completes the lane's oldest chunk in flight; it reports false when the lane holds
-// none.
+// completeOldest completes the lane's oldest chunk in flight, or reports false when it holds none.
 func (q *laneQueue) completeOldest() bool {
 	if len(q.held) == 0 {
 		return false
@@ -118,8 +113,7 @@ func (q *laneQueue) completeOldest() bool {
 	return true
 }
 
-// lane claims, stages, issues and completes chunks until none is left or the transfer stops, then
-// completes the chunks it still has in flight.
+// lane claims, stages, issues and completes chunks until none is left or the transfer stops.
 func (r *chunkedRun) lane() {
 	c, o := r.c, r.o
 	c.stats.lanes.Add(1)
@@ -134,6 +128,9 @@ func (r *chunkedRun) lane() {
 	for {
 		off, m, ok := r.claim()
 		if !ok {
+			if o.dir == HostToDevice && !r.stop.Load() {
+				q.demote()
+			}
 			return
 		}
 		if len(q.held) >= r.p.depth {
@@ -145,10 +142,9 @@ func (r *chunkedRun) lane() {
 		}
 		b := buf.Bytes()[:m]
 		if o.dir == HostToDevice {
-			// Cached stores: a large transfer's chunks cycle through a window that stays in the
-			// last-level cache, where streaming stores would add two trips to memory per byte (and
-			// were slower also for the first and the last round of chunks, which the DMA reads
-			// right away; so was evicting the chunks after the copy: BenchmarkStagedSizes).
+			// Cached stores: the chunks cycle through a window that stays in the last-level cache,
+			// where streaming stores (and evicting the chunks after the copy) were slower, also for
+			// the first and last round of chunks (BenchmarkStagedSizes).
 			if err := copyIn(b, o.host[off:off+m], false); err != nil {
 				r.fail(err) // before the slot is free for the other lanes
 				buf.Release()
@@ -176,10 +172,22 @@ func (r *chunkedRun) lane() {
 	}
 }
 
+// demote moves the chunks a lane holds in flight, host to device, from its core's caches to the
+// last-level cache once no chunk is left to claim: the DMA reads them last, and reads lines in a
+// core's own cache about half as fast, while nothing else pushes them out of it. The lane has
+// nothing else to do by then (BenchmarkFrameStream, 10 goroutines uploading; BenchmarkStagedSizes).
+func (q *laneQueue) demote() {
+	for _, f := range q.held {
+		demoteHook(f.buf.Bytes()[:f.n])
+	}
+}
+
+// demoteHook is demoteBytes; a test replaces it (before the copier starts) to see what is demoted.
+var demoteHook = demoteBytes
+
 // stage takes a window slot and a staging buffer for the chunk at off. While the lane holds chunks
-// in flight it does not wait for either: it completes its oldest chunk, which gives back a slot and
-// a buffer, and tries again, so that lanes never wait on each other's staging. On failure the
-// transfer is stopped and nothing new is held.
+// in flight it completes its oldest instead of waiting, so that lanes never wait on each other's
+// staging. On failure the transfer is stopped and nothing new is held.
 func (r *chunkedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 	c, w := r.c, r.c.wins[r.o.dir]
 	for !w.tryAcquire() {
@@ -209,8 +217,7 @@ func (r *chunkedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 	if err != nil {
 		// Stop the others before the slot is free for them.
 		if e := r.ctx.Err(); e != nil {
-			// Only the context's error is wrapped: a cancelled wait is not a budget failure (the
-			// pool's error, which wraps ErrBudget, is kept as text).
+			// A cancelled wait is not a budget failure: the pool's error is kept as text only.
 			r.fail(cancelErr(r.o, int(r.issued.Load()), fmt.Errorf("%w (waiting for a staging buffer: %v)", e, err)))
 		} else {
 			r.fail(fmt.Errorf("%w: %d bytes for the %s chunk at offset %d: %w", ErrStaging, r.p.buffer, r.o.dir, off, err))
@@ -221,9 +228,8 @@ func (r *chunkedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
 	return buf, true
 }
 
-// complete completes one chunk of a chunked transfer: it waits for the chunk's copy, copies it out
-// to the destination (device to host), and gives back its staging buffer and window slot. A chunk
-// whose copy failed stops the transfer, and its buffer is retired.
+// complete waits for one chunk's copy, copies it out (device to host), and gives back its staging
+// and window slot. A failed copy stops the transfer and retires its buffer.
 func (r *chunkedRun) complete(f inFlight) {
 	c, o := r.c, r.o
 	defer c.wins[o.dir].release()
@@ -236,12 +242,11 @@ func (r *chunkedRun) complete(f inFlight) {
 	}
 	c.events.put(f.ev)
 	if o.dir == DeviceToHost {
-		// The staging buffer stays cached: the next copy into it comes a window later. (Evicting
-		// it, as the cooperative mode does, made large copies slower.)
+		// No eviction, unlike the cooperative mode's: the next copy into the buffer comes a window
+		// later, and evicting made large copies slower.
 		dst, src := o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n]
 		if r.p.lanes > 1 && r.next.Load() >= int64(r.p.chunks) {
-			// Every chunk is claimed: lanes are running out of work. (Before that, every lane has
-			// chunks of its own to copy.)
+			// Every chunk is claimed: lanes are running out of work.
 			r.shareCopyOut(dst, src)
 		} else {
 			copyOut(dst, src, r.p.streamOut)

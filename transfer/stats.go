@@ -16,9 +16,8 @@ type Stats struct {
 	Chunks          uint64        // staging chunks issued
 	StagingWaits    uint64        // chunks that waited for a window slot
 	StagingWaitTime time.Duration // total time spent waiting for one
-	// StagingBytes is the staging memory held now, both directions (whole chunks). A download that
-	// follows another closely may return before its goroutines give its staging back, which they do
-	// microseconds later.
+	// StagingBytes is the staging held now, both directions; a download's lanes may give it back
+	// just after the download returns.
 	StagingBytes int64
 	PeakStaging  int64 // the most staging memory held at once, both directions
 	WindowBytes  int64 // one direction's bound: slots * ChunkSize (both ways at once: twice this)

@@ -60,7 +60,9 @@ func BenchmarkStagedTrace(b *testing.B) {
 		if tc.opt != nil {
 			tc.opt(&opt)
 		}
+		restore := allCPUs() // see g.copier
 		c, err := newCopier(g.pool, tracedDevice{cudaDevice{g.ctx}, tr}, opt, tu)
+		restore()
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -49,19 +49,10 @@ const (
 
 // String returns "direct", "staged", "pinned", "registered" or "stream".
 func (p Path) String() string {
-	switch p {
-	case PathDirect:
-		return "direct"
-	case PathStaged:
-		return "staged"
-	case PathPinned:
-		return "pinned"
-	case PathRegistered:
-		return "registered"
-	case PathStream:
-		return "stream"
+	if p < 0 || p >= numPaths {
+		return "unknown"
 	}
-	return "unknown"
+	return [...]string{"direct", "staged", "pinned", "registered", "stream"}[p]
 }
 
 // op is one transfer: its direction, device address and host memory.
