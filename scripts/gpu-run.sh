@@ -147,6 +147,10 @@ if [ "$REF" != 0 ]; then
 			ref=$(basename "${c%.*}")
 			[[ "$ref" =~ $REF ]] || continue
 			case $c in
+			*/arena.cpp) # plain g++: it declares the driver API itself; the first ARENA size, the quick grid
+				ag=${ARENA:-32} ag=${ag%% *}
+				[ "$ag" = 0 ] && ag=32
+				build=(g++ -O2 -std=c++17 -pthread -o "$out/ref-bin/$ref" "$c" -ldl) args=("$ag" quick) ;;
 			*.cpp) build=(nvcc -O3 -std=c++17 -Xcompiler -O3,-mavx2,-pthread -o "$out/ref-bin/$ref" "$c") args=(7 focus 2) ;;
 			*) build=(nvcc -O2 -x cu -o "$out/ref-bin/$ref" "$c" -lcuda) args=() ;;
 			esac
