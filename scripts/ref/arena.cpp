@@ -43,7 +43,9 @@
 //	g++ -O2 -std=c++17 -pthread -o arena arena.cpp -ldl
 //	./arena GIB [quick|full|SPEC]...
 //
-// GIB is the arena's size; quick and full are grids of configurations; a SPEC
+// GIB is the arena's size; quick and full are grids of configurations (quick
+// is register, the grid of the mmap and register ways, then hostallocs, the
+// three cuMemHostAlloc rows at 8 GiB); a SPEC
 // is one configuration, WAY[:KEY=VALUE]... with keys S (piece: 2M, 1G, ...),
 // R, P, F (threads), huge (0|1), gate (microseconds or off), pf
 // (populate|touch) and N (this row's size instead of GIB: 96G), for example
@@ -461,22 +463,26 @@ static std::vector<Cfg> grid(const std::string& name) {
   };
   const size_t M = 1 << 20, G = 1ull << 30;
   const size_t sizes[] = {2 * M, 8 * M, 32 * M, 128 * M, G};
-  if (name == "quick") {
-    // Prefault alone (phased shows it), then the pipeline's piece, threads and gate.
-    for (int p : {4, 8, 16}) add("phased", 32 * M, 2, p, true, 200);
-    for (int p : {8, 16}) add("phased", 32 * M, 2, p, false, 200);
-    for (size_t s : sizes)
-      for (long g : {-1L, 200L}) add("pipelined", s, 2, 8, true, g);
+  const bool quick = name == "quick" || name == "register";
+  if (quick) {
+    // Prefault and registration alone (phased, ungated), then the
+    // pipeline's piece, threads, gate and prefault threads.
+    for (int p : {4, 8, 16}) add("phased", 32 * M, 1, p, true, -1);
+    add("phased", 32 * M, 4, 8, true, -1);
+    for (int p : {8, 16}) add("phased", 32 * M, 1, p, false, -1);
+    for (size_t s : sizes) add("pipelined", s, 2, 8, true, -1);
+    for (size_t s : {2 * M, 8 * M, 16 * M, 32 * M, 64 * M, 128 * M, G}) add("pipelined", s, 2, 8, true, 200);
     for (int r : {1, 4, 8}) add("pipelined", 32 * M, r, 8, true, -1);
-    for (int r : {4, 8}) add("pipelined", 8 * M, r, 8, true, -1);
     add("pipelined", 16 * M, 2, 8, true, 100);
     add("pipelined", 32 * M, 2, 8, true, 100);
     add("pipelined", 32 * M, 2, 8, true, 400);
-    add("pipelined", 32 * M, 2, 12, true, 200);
+    for (int p : {4, 12, 16}) add("pipelined", 32 * M, 2, p, true, 200);
     add("pipelined", 32 * M, 2, 16, false, 200);
+    add("pipelined", 32 * M, 4, 16, false, -1);
     add("pipelined", 32 * M, 2, 8, true, 200, true);
-    hostalloc(8 * G);
-  } else if (name == "full") {
+  }
+  if (name == "quick" || name == "hostallocs") hostalloc(8 * G);
+  if (name == "full") {
     for (size_t s : sizes)
       for (int r : {1, 2, 4, 8})
         for (long g : {-1L, 200L}) add("pipelined", s, r, 8, true, g);
@@ -484,7 +490,7 @@ static std::vector<Cfg> grid(const std::string& name) {
       for (int r : {2, 8})
         for (long g : {-1L, 200L}) add("pipelined", s, r, 16, false, g);
     for (int p : {4, 8, 16})
-      for (bool h : {true, false}) add("phased", 32 * M, 2, p, h, 200);
+      for (bool h : {true, false}) add("phased", 32 * M, 1, p, h, -1);
     for (int p : {4, 16}) add("pipelined", 32 * M, 2, p, true, 200);
     hostalloc(0);
   }
@@ -493,7 +499,7 @@ static std::vector<Cfg> grid(const std::string& name) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s GIB [quick|full|SPEC]...  (SPEC: WAY[:S=32M][:R=2][:P=8][:F=8][:huge=1][:gate=200|off][:pf=populate|touch][:N=96G])\n", argv[0]);
+    fprintf(stderr, "usage: %s GIB [quick|register|hostallocs|full|SPEC]...  (SPEC: WAY[:S=32M][:R=2][:P=8][:F=8][:huge=1][:gate=200|off][:pf=populate|touch][:N=96G])\n", argv[0]);
     return 2;
   }
   size_t total = size_t(atol(argv[1])) << 30;
