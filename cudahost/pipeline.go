@@ -35,10 +35,13 @@ type pipeline struct {
 	minSplit int // smallest part a refused registration is split into
 }
 
-// plan returns the pipeline for size bytes: prefault units small enough
-// that every prefault worker has work even when the allocation is a
-// single piece, and no smaller than align (a huge page, so that no huge
-// page is faulted by two workers).
+// plan returns the pipeline for size bytes: each piece is prefaulted in
+// units shared out among all the prefault workers, no smaller than align
+// (a huge page, so that no huge page is faulted by two workers). Units are
+// claimed in address order, so the pieces are ready one after another at
+// the rate of all the workers together: the first is ready for
+// registration after a fraction of a piece's prefault, which matters for
+// a Reserve that grows in many allocations of a few pieces each.
 func plan(size, piece, prefault, register, align int) pipeline {
 	if prefault <= 0 {
 		prefault = min(runtime.GOMAXPROCS(0), defaultPrefaultWorkers)
@@ -48,11 +51,7 @@ func plan(size, piece, prefault, register, align int) pipeline {
 	}
 	align = min(align, piece) // a piece smaller than a huge page keeps its size
 	pieces := (size + piece - 1) / piece
-	unit := piece
-	if pieces < prefault {
-		k := (prefault + pieces - 1) / pieces
-		unit = max(align, (piece/k+align-1)/align*align)
-	}
+	unit := max(align, (piece/prefault+align-1)/align*align)
 	return pipeline{
 		piece:    piece,
 		unit:     unit,

@@ -193,3 +193,27 @@ func TestPipelineUndoes(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanSharesEveryPiece checks that the prefault workers share each
+// piece, not one piece each: the first piece of a growth of many pieces is
+// ready for registration after a fraction of its prefault. Units stay
+// whole huge pages (align), and within a piece.
+func TestPlanSharesEveryPiece(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		size, piece, prefault, align, unit int
+	}{
+		{1 << 30, 32 * mib, 8, 2 * mib, 4 * mib},
+		{32 << 30, 32 * mib, 8, 2 * mib, 4 * mib},
+		{1 << 30, 64 * mib, 12, 2 * mib, 6 * mib},
+		{1 << 30, 8 * mib, 16, 2 * mib, 2 * mib}, // not below a huge page
+		{64 * mib, 64 * mib, 3, 2 * mib, 22 * mib},
+		{1 << 30, 32 * mib, 8, 4096, 4 * mib},
+		{9 * mib, 1 * mib, 4, 2 * mib, 1 * mib}, // pieces smaller than a huge page
+	} {
+		pl := plan(tc.size, tc.piece, tc.prefault, 2, tc.align)
+		if pl.unit != tc.unit || pl.unit > pl.piece {
+			t.Errorf("plan(%d, %d, %d workers, align %d): units of %d bytes, want %d", tc.size, tc.piece, tc.prefault, tc.align, pl.unit, tc.unit)
+		}
+	}
+}
