@@ -15,10 +15,15 @@
 //	           of it with P threads (MADV_POPULATE_WRITE, or a write per 4 KiB
 //	           page with pf=touch or where the kernel lacks it), then
 //	           cuMemHostRegister it in pieces of S bytes from R threads
+//	batched    the same in batches of B bytes (whole pieces): prefault one,
+//	           then register it, then the next; prefault and registration
+//	           never run at once
 //	pipelined  the same, but a piece is registered as soon as its pages are
 //	           faulted in, so prefault of the next pieces overlaps the
-//	           registration of this one (prefault in units of 32 MiB or
-//	           less that divide S)
+//	           registration of this one (prefault in units of U, default
+//	           32 MiB or less that divide S)
+//	touch      mmap and prefault only, no registration: the prefault's rate,
+//	           and, as the first row, a warmup of the machine's memory
 //	hostalloc  cuMemHostAlloc in pieces of S bytes from R threads (S=all:
 //	           one call of the whole)
 //
@@ -48,7 +53,8 @@
 // three cuMemHostAlloc rows at 8 GiB); a SPEC
 // is one configuration, WAY[:KEY=VALUE]... with keys S (piece: 2M, 1G, ...),
 // R, P, F (threads), huge (0|1), gate (microseconds or off), pf
-// (populate|touch) and N (this row's size instead of GIB: 96G), for example
+// (populate|touch), U (prefault unit; phased, batched and touch: 32M), B
+// (batched's batch) and N (this row's size instead of GIB: 96G), for example
 // pipelined:S=32M:R=2:gate=200. Defaults: S=32M R=2 P=8 F=8 huge=1 gate=200
 // pf=populate. The grids sweep S, R, P, huge and the gate around these, and
 // end with the hostalloc rows (quick's at 8 GiB: they run at ~2 GB/s and
@@ -236,6 +242,8 @@ struct Cfg {
   int reg = 2, pre = 8, fre = 8;
   bool huge = true, touch = false;
   long gateUs = 200;       // < 0: off
+  size_t unit = 0;         // prefault unit (0: the way's default)
+  size_t batch = 0;        // batched: bytes prefaulted, then registered, in turn
 };
 
 static std::string sizeStr(size_t b) {
@@ -251,6 +259,8 @@ static std::string label(const Cfg& c) {
   if (c.way != "hostalloc") s += ":P=" + std::to_string(c.pre) + ":huge=" + (c.huge ? "1" : "0");
   s += ":F=" + std::to_string(c.fre) + ":gate=" + (c.gateUs < 0 ? std::string("off") : std::to_string(c.gateUs));
   if (c.touch) s += ":pf=touch";
+  if (c.unit) s += ":U=" + sizeStr(c.unit);
+  if (c.batch) s += ":B=" + sizeStr(c.batch);
   return s;
 }
 
@@ -270,7 +280,7 @@ static bool parseSize(const std::string& v, size_t* out) {
 static bool parseCfg(const std::string& spec, Cfg* c) {
   size_t i = spec.find(':');
   c->way = spec.substr(0, i);
-  if (c->way != "phased" && c->way != "pipelined" && c->way != "hostalloc") return false;
+  if (c->way != "phased" && c->way != "pipelined" && c->way != "batched" && c->way != "hostalloc" && c->way != "touch") return false;
   while (i != std::string::npos) {
     size_t j = spec.find(':', i + 1);
     std::string kv = spec.substr(i + 1, j == std::string::npos ? std::string::npos : j - i - 1);
@@ -280,6 +290,8 @@ static bool parseCfg(const std::string& spec, Cfg* c) {
     std::string k = kv.substr(0, e), v = kv.substr(e + 1);
     if (k == "S") { if (v == "all") c->piece = 0; else if (!parseSize(v, &c->piece)) return false; }
     else if (k == "N") { if (!parseSize(v, &c->n)) return false; }
+    else if (k == "U") { if (!parseSize(v, &c->unit)) return false; }
+    else if (k == "B") { if (!parseSize(v, &c->batch)) return false; }
     else if (k == "R") c->reg = atoi(v.c_str());
     else if (k == "P") c->pre = atoi(v.c_str());
     else if (k == "F") c->fre = atoi(v.c_str());
@@ -288,6 +300,7 @@ static bool parseCfg(const std::string& spec, Cfg* c) {
     else if (k == "gate") c->gateUs = v == "off" ? -1 : atol(v.c_str());
     else return false;
   }
+  if (c->way == "batched" && (!c->batch || !c->piece || c->batch % c->piece)) return false;  // whole pieces per batch
   return c->reg > 0 && c->pre > 0 && c->fre > 0;
 }
 
@@ -365,15 +378,27 @@ static Result measure(const Cfg& c, size_t total) {
       if (r != 0) return fail("cuMemHostRegister", r);
       ok[i] = 1;
     };
-    if (c.way == "phased") {
-      const size_t unit = 32 << 20;
+    if (c.way == "touch") {
+      const size_t unit = c.unit ? c.unit : 32 << 20;
       runThreads(c.pre, (n + unit - 1) / unit, [&](size_t u) { fault(base + u * unit, std::min(unit, n - u * unit), c.touch); });
-      tPf = nowNs();
-      runThreads(c.reg, pieces, reg);
+    } else if (c.way == "phased" || c.way == "batched") {
+      // Prefault a batch (phased: all of it) with P threads, then register
+      // its pieces with R threads, then the next batch: never both at once.
+      const size_t unit = c.unit ? c.unit : 32 << 20, batch = c.way == "phased" ? n : c.batch;
+      int64_t pfNs = 0;
+      for (size_t b0 = 0; b0 < n; b0 += batch) {
+        const size_t bn = std::min(batch, n - b0);
+        int64_t a = nowNs();
+        runThreads(c.pre, (bn + unit - 1) / unit, [&](size_t u) { fault(base + b0 + u * unit, std::min(unit, bn - u * unit), c.touch); });
+        pfNs += nowNs() - a;
+        const size_t p0 = b0 / piece, np = (bn + piece - 1) / piece;
+        runThreads(c.reg, np, [&](size_t i) { reg(p0 + i); });
+      }
+      tPf = t0 + pfNs;  // pf s: the prefault phases' sum; reg s: the rest
     } else {
       // Prefault units in address order; a piece whose units are all done
       // goes to the registration threads at once.
-      size_t unit = piece;  // a divisor of the piece, at most 32 MiB where it can be
+      size_t unit = c.unit && piece % c.unit == 0 ? c.unit : piece;  // a divisor of the piece, at most 32 MiB where it can be
       while (unit > (32 << 20) && unit % (4 << 20) == 0) unit /= 2;
       const size_t perPiece = piece / unit, units = (n + unit - 1) / unit;
       std::vector<std::atomic<int>> left(pieces);
@@ -419,7 +444,7 @@ static Result measure(const Cfg& c, size_t total) {
   res.gbps = n / double(t1 - t0);
   if (tPf) res.pfS = (tPf - t0) / 1e9, res.regS = (t1 - tPf) / 1e9;
   if (c.way != "hostalloc" && huge0 >= 0 && huge1 >= 0) res.hugePct = 100.0 * (huge1 - huge0) * 1024.0 / n;
-  if (res.err.empty()) {
+  if (res.err.empty() && c.way != "touch") {
     unsigned fl;
     CUresult r = cu.MemHostGetFlags(&fl, ptr[0]);
     if (r == 0) r = cu.MemHostGetFlags(&fl, ptr[pieces - 1] + pieceLen(pieces - 1) - 1);
@@ -545,7 +570,9 @@ int main(int argc, char** argv) {
   fflush(stdout);
   struct Row { Cfg c; size_t n; Result r; };
   std::vector<Row> rows;
-  for (size_t i = 0; i <= cfgs.size(); i++) {
+  // A first round of the first configuration, unless that is a touch row
+  // (which then warms the machine's memory itself).
+  for (size_t i = cfgs[0].way == "touch" ? 1 : 0; i <= cfgs.size(); i++) {
     const Cfg& c = cfgs[i == 0 ? 0 : i - 1];
     Result r = measure(c, total);
     size_t n = c.n ? c.n : total;
@@ -564,12 +591,13 @@ int main(int argc, char** argv) {
   // The summary: per size, the fastest, and the fastest within the bound.
   auto within = [](const Lat& l) { return l.n > 0 && l.p99 <= 1.0 && l.max <= 5.0; };
   std::vector<size_t> sizes;
-  for (const Row& w : rows) if (std::find(sizes.begin(), sizes.end(), w.n) == sizes.end()) sizes.push_back(w.n);
+  for (const Row& w : rows)
+    if (w.c.way != "touch" && std::find(sizes.begin(), sizes.end(), w.n) == sizes.end()) sizes.push_back(w.n);
   printf("\n# summary (bound: neighbour p99 <= 1 ms and max <= 5 ms)\n");
   for (size_t n : sizes) {
     const Row *best = nullptr, *bound = nullptr, *freeBound = nullptr;
     for (const Row& w : rows) {
-      if (w.n != n || !w.r.err.empty()) continue;
+      if (w.n != n || !w.r.err.empty() || w.c.way == "touch") continue;
       if (!best || w.r.gbps > best->r.gbps) best = &w;
       if (within(w.r.nbReserve) && (!bound || w.r.gbps > bound->r.gbps)) bound = &w;
       if (within(w.r.nbFree) && (!freeBound || w.r.freeS < freeBound->r.freeS)) freeBound = &w;
