@@ -48,9 +48,10 @@
 //	g++ -O2 -std=c++17 -pthread -o arena arena.cpp -ldl
 //	./arena GIB [quick|full|SPEC]...
 //
-// GIB is the arena's size; quick and full are grids of configurations (quick
-// is register, the grid of the mmap and register ways, then hostallocs, the
-// three cuMemHostAlloc rows at 8 GiB); a SPEC
+// GIB is the arena's size; quick, full and frontier are grids of
+// configurations (quick is register, the grid of the mmap and register
+// ways, then hostallocs, the three cuMemHostAlloc rows at 8 GiB; frontier,
+// about 25 s at 32 GiB, the few at the bound beside pinpool's design); a SPEC
 // is one configuration, WAY[:KEY=VALUE]... with keys S (piece: 2M, 1G, ...),
 // R, P, F (threads), huge (0|1), gate (microseconds or off), pf
 // (populate|touch), U (prefault unit; phased, batched and touch: 32M), B
@@ -473,6 +474,18 @@ static Result measure(const Cfg& c, size_t total) {
   return res;
 }
 
+// availBytes is MemAvailable (0 when unknown).
+static size_t availBytes() {
+  FILE* f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  size_t kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
+  fclose(f);
+  return kb << 10;
+}
+
 static std::vector<Cfg> grid(const std::string& name) {
   std::vector<Cfg> v;
   auto add = [&](const char* way, size_t piece, int reg, int pre, bool huge, long gate, bool touch = false, size_t n = 0) {
@@ -507,6 +520,21 @@ static std::vector<Cfg> grid(const std::string& name) {
     add("pipelined", 32 * M, 2, 8, true, 200, true);
   }
   if (name == "quick" || name == "hostallocs") hostalloc(8 * G);
+  if (name == "frontier") {
+    // The configurations at the bound: the memory warmed first, then
+    // batches of 1 GiB (pinpool's defaults), smaller pieces, the whole
+    // arena as one batch, and the pipelined way beside them.
+    Cfg w;
+    w.way = "touch", w.pre = 16, w.n = std::min(64 * G, availBytes() / 2 / (2 * M) * (2 * M));
+    v.push_back(w);
+    for (size_t s : {32 * M, 16 * M}) {
+      add("batched", s, 1, 16, true, 200);
+      v.back().batch = G;
+    }
+    add("phased", 32 * M, 1, 16, true, 200);
+    add("pipelined", 32 * M, 2, 8, true, 200);
+    v.back().unit = 4 * M;
+  }
   if (name == "full") {
     for (size_t s : sizes)
       for (int r : {1, 2, 4, 8})
@@ -524,7 +552,7 @@ static std::vector<Cfg> grid(const std::string& name) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s GIB [quick|register|hostallocs|full|SPEC]...  (SPEC: WAY[:S=32M][:R=2][:P=8][:F=8][:huge=1][:gate=200|off][:pf=populate|touch][:N=96G])\n", argv[0]);
+    fprintf(stderr, "usage: %s GIB [quick|register|hostallocs|full|frontier|SPEC]...  (SPEC: WAY[:S=32M][:R=2][:P=8][:F=8][:huge=1][:gate=200|off][:pf=populate|touch][:N=96G])\n", argv[0]);
     return 2;
   }
   size_t total = size_t(atol(argv[1])) << 30;
