@@ -22,8 +22,9 @@ const arenaBytesEnv = "PINPOOL_ARENA_BYTES"
 // on a GPU, else locked host memory), on the CUDA Register backend
 // without huge pages and on the HostAlloc backend, and reports the rate
 // (GB/s), Close's time (close-ms) and, on a GPU, what a neighbour
-// goroutine's 64 KiB copy every 200 µs on its own stream waited
-// meanwhile (nb-p50/p99/max-µs). It measures the growth path's choices
+// goroutine's 64 KiB copy every 200 µs on its own stream waited during
+// the Reserve (nb-p50/p99/max-µs) and during the Close
+// (nb-close-p50/p99/max-µs). It measures the growth path's choices
 // (cudahost's pieces and workers, Reserve's allocations of 1 GiB, the
 // trims' parallel frees). `pinpool arena` measures the same beside
 // cuMemHostAlloc and the knobs one by one.
@@ -72,7 +73,7 @@ func BenchmarkArena(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				be, ctx := bc.make(b)
 				var rate, closeMs []float64
-				var lat []time.Duration
+				var lat, closeLat []time.Duration
 				for range b.N {
 					var nb *neighbour
 					if ctx != nil {
@@ -85,13 +86,19 @@ func BenchmarkArena(b *testing.B) {
 					t0 := time.Now()
 					err = p.Reserve(int(block), int(total/block))
 					took := time.Since(t0)
-					if nb != nil {
-						nb.end()
-						lat = append(lat, nb.lat...)
-					}
 					t1 := time.Now()
 					p.Close()
 					closeMs = append(closeMs, float64(time.Since(t1).Microseconds())/1e3)
+					if nb != nil {
+						nb.end()
+						for i, at := range nb.at {
+							if at.Before(t1) {
+								lat = append(lat, nb.lat[i])
+							} else {
+								closeLat = append(closeLat, nb.lat[i])
+							}
+						}
+					}
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -99,16 +106,24 @@ func BenchmarkArena(b *testing.B) {
 				}
 				b.ReportMetric(median(rate), "GB/s")
 				b.ReportMetric(median(closeMs), "close-ms")
-				if len(lat) > 0 {
-					slices.Sort(lat)
-					q := func(f float64) float64 { return float64(lat[int(f*float64(len(lat)-1))].Microseconds()) }
-					b.ReportMetric(q(0.5), "nb-p50-µs")
-					b.ReportMetric(q(0.99), "nb-p99-µs")
-					b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "nb-max-µs")
-				}
+				reportLatencies(b, "nb", lat)
+				reportLatencies(b, "nb-close", closeLat)
 			})
 		}
 	}
+}
+
+// reportLatencies reports the p50, p99 and max of a neighbour's copies
+// (PREFIX-p50-µs, ...), if it made any.
+func reportLatencies(b *testing.B, prefix string, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	q := func(f float64) float64 { return float64(lat[int(f*float64(len(lat)-1))].Microseconds()) }
+	b.ReportMetric(q(0.5), prefix+"-p50-µs")
+	b.ReportMetric(q(0.99), prefix+"-p99-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), prefix+"-max-µs")
 }
 
 func median(v []float64) float64 {

@@ -9,6 +9,7 @@ import (
 	"github.com/pinpool/pinpool/cuda"
 	"github.com/pinpool/pinpool/cudahost"
 	"github.com/pinpool/pinpool/hostmem"
+	"github.com/pinpool/pinpool/internal/pause"
 )
 
 // burstWorkloads are the loads of issue 16: a queue of frames that fills
@@ -136,6 +137,7 @@ type neighbour struct {
 	stop chan struct{}
 	done sync.WaitGroup
 	lat  []time.Duration
+	at   []time.Time // when each copy started
 	err  error
 }
 
@@ -158,12 +160,20 @@ func startNeighbour(b *testing.B, ctx *cuda.Context) *neighbour {
 		defer s.Destroy()
 		defer dev.Free()
 		defer host.Free()
+		// An absolute schedule waited with package pause: time.After
+		// fires about once a millisecond when nothing else runs.
+		next := time.Now()
 		for {
 			select {
 			case <-nb.stop:
 				return
-			case <-time.After(200 * time.Microsecond):
+			default:
 			}
+			next = next.Add(200 * time.Microsecond)
+			if now := time.Now(); next.Before(now) {
+				next = now // late (a stalled copy): no burst to catch up
+			}
+			pause.Until(next)
 			t0 := time.Now()
 			if err := s.CopyHtoDAsync(dev.Ptr(), host.Bytes()); err != nil {
 				nb.err = err
@@ -174,6 +184,7 @@ func startNeighbour(b *testing.B, ctx *cuda.Context) *neighbour {
 				return
 			}
 			nb.lat = append(nb.lat, time.Since(t0))
+			nb.at = append(nb.at, t0)
 		}
 	})
 	b.Cleanup(nb.end)

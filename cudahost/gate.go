@@ -3,6 +3,8 @@ package cudahost
 import (
 	"sync"
 	"time"
+
+	"github.com/pinpool/pinpool/internal/pause"
 )
 
 // lockGate spaces the backend's calls that hold the driver's lock for
@@ -13,8 +15,11 @@ import (
 // is released runs a while later, by when the next call has taken it.
 // So the calls run one at a time, and after each the gate stays shut for
 // a pause (a quarter of the call's time, at least the backend's minimum),
-// in which waiting calls of other code get the lock. BenchmarkArena and
-// `pinpool arena` measure the pause against the neighbour's copies.
+// in which waiting calls of other code get the lock. The pause is waited
+// with package pause: time.Sleep would stretch it to about a millisecond
+// when nothing else runs (BenchmarkLockGate measures the gap between two
+// gated calls). BenchmarkArena and `pinpool arena` measure the pause
+// against the neighbour's copies.
 type lockGate struct {
 	mu    sync.Mutex
 	next  time.Time     // no gated call starts before this
@@ -29,9 +34,7 @@ func (g *lockGate) do(f func()) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if d := time.Until(g.next); d > 0 {
-		time.Sleep(d)
-	}
+	pause.Until(g.next)
 	t0 := time.Now()
 	f()
 	end := time.Now()

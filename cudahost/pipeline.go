@@ -33,12 +33,22 @@ type pipeline struct {
 	prefault int // prefault goroutines
 	register int // registration goroutines
 	minSplit int // smallest part a refused registration is split into
+	// group is how many pieces are prefaulted, then registered, in turn:
+	// the pieces of a group go to registration once all of them are
+	// backed, and the prefault of a group waits until the previous one
+	// is registered, so that the two never run at once. 0: no groups (a
+	// piece is registered as soon as it is backed, while the next are
+	// prefaulted).
+	group int
 }
 
-// plan returns the pipeline for size bytes: prefault units small enough
-// that every prefault worker has work even when the allocation is a
-// single piece, and no smaller than align (a huge page, so that no huge
-// page is faulted by two workers).
+// plan returns the pipeline for size bytes: each piece is prefaulted in
+// units shared out among all the prefault workers, no smaller than align
+// (a huge page, so that no huge page is faulted by two workers). Units are
+// claimed in address order, so the pieces are ready one after another at
+// the rate of all the workers together: the first is ready for
+// registration after a fraction of a piece's prefault, which matters for
+// a Reserve that grows in many allocations of a few pieces each.
 func plan(size, piece, prefault, register, align int) pipeline {
 	if prefault <= 0 {
 		prefault = min(runtime.GOMAXPROCS(0), defaultPrefaultWorkers)
@@ -48,11 +58,7 @@ func plan(size, piece, prefault, register, align int) pipeline {
 	}
 	align = min(align, piece) // a piece smaller than a huge page keeps its size
 	pieces := (size + piece - 1) / piece
-	unit := piece
-	if pieces < prefault {
-		k := (prefault + pieces - 1) / pieces
-		unit = max(align, (piece/k+align-1)/align*align)
-	}
+	unit := max(align, (piece/prefault+align-1)/align*align)
 	return pipeline{
 		piece:    piece,
 		unit:     unit,
@@ -88,18 +94,28 @@ func (pl pipeline) run(ctx context.Context, r prefaulter, mem []byte, register f
 		ln := min(pl.piece, n-i*pl.piece)
 		return (ln + pl.unit - 1) / pl.unit
 	}
-	left := make([]atomic.Int32, pieces) // prefault units still to do, per piece
-	for i := range left {
-		left[i].Store(int32(unitsOf(i)))
+	per := max(1, pl.group) // pieces per group
+	groups := (pieces + per - 1) / per
+	left := make([]atomic.Int32, groups)     // prefault units still to do, per group
+	unpinned := make([]atomic.Int32, groups) // pieces not yet registered, per group
+	registered := make([]chan struct{}, groups)
+	for i := range pieces {
+		left[i/per].Add(int32(unitsOf(i)))
+		unpinned[i/per].Add(1)
+	}
+	for g := range registered {
+		registered[g] = make(chan struct{})
 	}
 	ready := make(chan int, pieces)
 	var failed atomic.Bool
+	stopped := make(chan struct{}) // closed on the first failure
 	var errMu sync.Mutex
 	var firstErr error
 	fail := func(err error) {
 		errMu.Lock()
 		if firstErr == nil {
 			firstErr = err
+			close(stopped)
 		}
 		errMu.Unlock()
 		failed.Store(true)
@@ -119,14 +135,24 @@ func (pl pipeline) run(ctx context.Context, r prefaulter, mem []byte, register f
 					return
 				}
 				i := u / perPiece
+				g := i / per
+				if pl.group > 0 && g > 0 {
+					select { // the previous group is registered first
+					case <-registered[g-1]:
+					case <-stopped:
+						return
+					}
+				}
 				off := i*pl.piece + u%perPiece*pl.unit
 				ln := min(pl.unit, (i+1)*pl.piece-off, n-off)
 				if err := r.Prefault(off, ln); err != nil {
 					fail(fmt.Errorf("prefaulting bytes [%d, %d) of %d: %w", off, off+ln, n, err))
 					return
 				}
-				if left[i].Add(-1) == 0 {
-					ready <- i
+				if left[g].Add(-1) == 0 {
+					for j := g * per; j < min(pieces, (g+1)*per); j++ {
+						ready <- j
+					}
 				}
 			}
 		})
@@ -137,31 +163,37 @@ func (pl pipeline) run(ctx context.Context, r prefaulter, mem []byte, register f
 	var splits atomic.Int64
 	var progMu sync.Mutex
 	done := 0
+	pin := func(i int) {
+		if err := ctx.Err(); err != nil && !failed.Load() {
+			fail(err) // at once: AfterFunc's call may come later
+		}
+		if failed.Load() {
+			return
+		}
+		off := i * pl.piece
+		ln := min(pl.piece, n-off)
+		ps, err := pl.registerSplitting(mem[off:off+ln:off+ln], register, &splits)
+		byPiece[i] = ps
+		if err != nil {
+			fail(fmt.Errorf("registering bytes [%d, %d) of %d: %w", off, off+ln, n, err))
+			return
+		}
+		if progress != nil {
+			progMu.Lock()
+			done += ln
+			if !failed.Load() {
+				progress(done)
+			}
+			progMu.Unlock()
+		}
+	}
 	var registering sync.WaitGroup
 	for range pl.register {
 		registering.Go(func() {
 			for i := range ready {
-				if err := ctx.Err(); err != nil && !failed.Load() {
-					fail(err) // at once: AfterFunc's call may come later
-				}
-				if failed.Load() {
-					continue
-				}
-				off := i * pl.piece
-				ln := min(pl.piece, n-off)
-				ps, err := pl.registerSplitting(mem[off:off+ln:off+ln], register, &splits)
-				byPiece[i] = ps
-				if err != nil {
-					fail(fmt.Errorf("registering bytes [%d, %d) of %d: %w", off, off+ln, n, err))
-					continue
-				}
-				if progress != nil {
-					progMu.Lock()
-					done += ln
-					if !failed.Load() {
-						progress(done)
-					}
-					progMu.Unlock()
+				pin(i)
+				if g := i / per; unpinned[g].Add(-1) == 0 {
+					close(registered[g])
 				}
 			}
 		})

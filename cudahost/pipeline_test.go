@@ -193,3 +193,128 @@ func TestPipelineUndoes(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanSharesEveryPiece checks that the prefault workers share each
+// piece, not one piece each: the first piece of a growth of many pieces is
+// ready for registration after a fraction of its prefault. Units stay
+// whole huge pages (align), and within a piece.
+func TestPlanSharesEveryPiece(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		size, piece, prefault, align, unit int
+	}{
+		{1 << 30, 32 * mib, 8, 2 * mib, 4 * mib},
+		{32 << 30, 32 * mib, 8, 2 * mib, 4 * mib},
+		{1 << 30, 64 * mib, 12, 2 * mib, 6 * mib},
+		{1 << 30, 8 * mib, 16, 2 * mib, 2 * mib}, // not below a huge page
+		{64 * mib, 64 * mib, 3, 2 * mib, 22 * mib},
+		{1 << 30, 32 * mib, 8, 4096, 4 * mib},
+		{9 * mib, 1 * mib, 4, 2 * mib, 1 * mib}, // pieces smaller than a huge page
+	} {
+		pl := plan(tc.size, tc.piece, tc.prefault, 2, tc.align)
+		if pl.unit != tc.unit || pl.unit > pl.piece {
+			t.Errorf("plan(%d, %d, %d workers, align %d): units of %d bytes, want %d", tc.size, tc.piece, tc.prefault, tc.align, pl.unit, tc.unit)
+		}
+	}
+}
+
+// phaseLog records when prefaults and registrations run, to check that a
+// grouped pipeline never runs both at once.
+type phaseLog struct {
+	mu              sync.Mutex
+	faulting, pinng int
+	overlaps        int
+}
+
+func (l *phaseLog) enter(pin bool, d int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if pin {
+		l.pinng += d
+	} else {
+		l.faulting += d
+	}
+	if l.faulting > 0 && l.pinng > 0 {
+		l.overlaps++
+	}
+}
+
+type loggedFaults struct {
+	*fakeFaults
+	log *phaseLog
+}
+
+func (f loggedFaults) Prefault(off, n int) error {
+	f.log.enter(false, 1)
+	defer f.log.enter(false, -1)
+	return f.fakeFaults.Prefault(off, n)
+}
+
+// TestPipelineGroups checks a grouped pipeline: prefault and registration
+// take turns group by group (never both at once), every piece is still
+// registered once, in address order, after its prefault, and progress
+// rises to the whole size; a failure in a later group undoes everything.
+func TestPipelineGroups(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		size, piece, group, prefault, register int
+	}{
+		{64 * mib, 4 * mib, 4, 4, 2},
+		{67 * mib, 4 * mib, 3, 8, 3},  // a short last group and piece
+		{16 * mib, 2 * mib, 16, 4, 2}, // one group
+	} {
+		t.Run(fmt.Sprintf("%d/%d/%d", tc.size, tc.piece, tc.group), func(t *testing.T) {
+			mem := make([]byte, tc.size)
+			log := &phaseLog{}
+			f := &fakeFaults{failAt: -1}
+			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1}
+			pl := plan(tc.size, tc.piece, tc.prefault, tc.register, 2*mib)
+			pl.group = tc.group
+			reg := func(b []byte) (part, error) {
+				log.enter(true, 1)
+				defer log.enter(true, -1)
+				return r.register(b)
+			}
+			var seen []int
+			g, err := pl.run(context.Background(), loggedFaults{f, log}, mem, reg, func(n int) { seen = append(seen, n) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if log.overlaps > 0 {
+				t.Errorf("prefault and registration ran at once %d times", log.overlaps)
+			}
+			off := 0
+			for _, p := range g.parts {
+				rp := p.(*regPart)
+				if rp.off != off || rp.len > tc.piece {
+					t.Fatalf("part at %d of %d bytes; want one at %d of at most %d", rp.off, rp.len, off, tc.piece)
+				}
+				off += rp.len
+			}
+			if off != tc.size || !slices.IsSorted(seen) || seen[len(seen)-1] != tc.size {
+				t.Fatalf("parts cover %d of %d bytes, progress %v", off, tc.size, seen)
+			}
+			if err := freeParts(g.parts, 2); err != nil || len(r.live) != 0 {
+				t.Fatalf("free: %v, %d parts left", err, len(r.live))
+			}
+		})
+	}
+	t.Run("failure", func(t *testing.T) {
+		mem := make([]byte, 32*mib)
+		f := &fakeFaults{failAt: -1}
+		r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: 20 * mib}
+		pl := plan(len(mem), 4*mib, 4, 2, 2*mib)
+		pl.group = 2
+		if _, err := pl.run(context.Background(), f, mem, r.register, nil); !errors.Is(err, cuda.ErrAlreadyRegistered) {
+			t.Fatalf("run: %v, want the registration's error", err)
+		}
+		if len(r.live) != 0 {
+			t.Fatalf("%d parts left registered after the failure", len(r.live))
+		}
+		f2 := &fakeFaults{failAt: 24 * mib}
+		r2 := &fakeRegistrar{t: t, mem: mem, faults: f2, failAt: -1}
+		if _, err := pl.run(context.Background(), f2, mem, r2.register, nil); err == nil || len(r2.live) != 0 {
+			t.Fatalf("run with a failing prefault: %v, %d parts left", err, len(r2.live))
+		}
+	})
+}

@@ -34,6 +34,8 @@
 #                    4 GiB, one cuMemHostAlloc; PyTorch's two ways beside
 #                    them), with a neighbour process copying 64 KiB every
 #                    200 us and calling cuMemGetInfo (default 32; 0: none)
+#   ARENA_GRID=name  the grid of scripts/ref/arena.cpp that REF runs (quick,
+#                    about 3 min at 32 GiB; frontier, about 25 s; full)
 #   UNPRIV=0         skip the tool's run as user nobody under an 8 MiB
 #                    RLIMIT_MEMLOCK (needs root, prlimit and setpriv)
 set -uo pipefail
@@ -150,6 +152,10 @@ if [ "$REF" != 0 ]; then
 			# paced.cpp loads the driver itself (no CUDA headers); its focus, 40 frames a
 			# way at 30 fps and 300 at 300 fps (about 60 s).
 			*/paced.cpp) build=(g++ -O2 -std=c++17 -pthread -o "$out/ref-bin/$ref" "$c" -ldl) args=(40 300) ;;
+			*/arena.cpp) # plain g++: it declares the driver API itself; the first ARENA size, the quick grid
+				ag=${ARENA:-32} ag=${ag%% *}
+				[ "$ag" = 0 ] && ag=32
+				build=(g++ -O2 -std=c++17 -pthread -o "$out/ref-bin/$ref" "$c" -ldl) args=("$ag" "${ARENA_GRID:-quick}") ;;
 			*.cpp) build=(nvcc -O3 -std=c++17 -Xcompiler -O3,-mavx2,-pthread -o "$out/ref-bin/$ref" "$c") args=(7 focus 2) ;;
 			*) build=(nvcc -O2 -x cu -o "$out/ref-bin/$ref" "$c" -lcuda) args=() ;;
 			esac

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pinpool/pinpool/cuda"
+	"github.com/pinpool/pinpool/internal/pause"
 )
 
 // neighbour is another user of the GPU in the same process: it copies 64
@@ -44,14 +45,21 @@ func startNeighbour(ctx *cuda.Context) (*neighbour, error) {
 		defer host.Free()
 		defer dev.Free()
 		defer s.Destroy()
-		t := time.NewTicker(neighbourGap)
-		defer t.Stop()
+		// Every neighbourGap, as the C++ reference's neighbour
+		// (scripts/ref/arena.cpp) does: a ticker would fire about once a
+		// millisecond while the process has nothing else to run.
+		next := time.Now()
 		for {
 			select {
 			case <-nb.stop:
 				return
-			case <-t.C:
+			default:
 			}
+			next = next.Add(neighbourGap)
+			if now := time.Now(); next.Before(now) {
+				next = now // late (a stalled copy): no burst to catch up
+			}
+			pause.Until(next)
 			t0 := time.Now()
 			err := s.CopyHtoDAsync(dev.Ptr(), host.Bytes())
 			if err == nil {
