@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 
 	"github.com/pinpool/pinpool/cuda"
 )
@@ -47,7 +48,7 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	}
 	src := openSource(f)
 	defer src.close()
-	run.move(c.opt.Lanes, func(pc piece, buf []byte) ([]byte, error) {
+	run.move(c.fileReaders(), func(pc piece, buf []byte) ([]byte, error) {
 		b, err := src.readAt(run.ctx, buf, pc.off, pc.n)
 		if checked && errors.Is(err, io.ErrUnexpectedEOF) {
 			// The range was checked against the file's size: the file is shorter now.
@@ -55,7 +56,7 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 		}
 		return b, err
 	}, nil)
-	return run.finish(run.p.arrived(), fmt.Sprintf("file to device, offset %d", off))
+	return run.finish(run.arrived(), fmt.Sprintf("file to device, offset %d", off))
 }
 
 // FromDeviceToFile copies n bytes from the device at src into f at offset off, and returns how many
@@ -85,8 +86,22 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 		}
 		return len(b), nil
 	})
-	return run.finish(run.p.arrived(), fmt.Sprintf("device to file, offset %d", off))
+	return run.finish(run.arrived(), fmt.Sprintf("device to file, offset %d", off))
 }
+
+// fileReaders is how many lanes read a file's pieces at once: the direction's own and, up to
+// GOMAXPROCS, the other direction's. A lane's pread copies the page cache more slowly than a lane
+// copies a mapping of the same pages, so the file needs more lanes than the mapping to keep up
+// with it (BenchmarkFileToDevice, warm/ratio and warm/pinpool-own-lanes).
+func (c *Copier) fileReaders() int {
+	if !fileBorrow {
+		return c.opt.Lanes
+	}
+	return max(c.opt.Lanes, min(2*c.opt.Lanes-1, runtime.GOMAXPROCS(0)))
+}
+
+// fileBorrow turns the borrowed lanes of fileReaders off, for the benchmark that measures them.
+var fileBorrow = true
 
 // sized is a reader that knows its size, as *bytes.Reader and *io.SectionReader do.
 type sized interface{ Size() int64 }

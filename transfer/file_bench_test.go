@@ -18,10 +18,14 @@ import (
 // host: the 4 GiB safetensors file PyTorch wrote, scripts/gpu-run.sh, or any
 // large file) to the device and back, in the same run:
 //
-//	warm/ratio: the file in the page cache, through ToDeviceFromFile and
-//	  mapped (mmap, once) through ToDevice of the same copier, each
+//	warm/ratio/default: the file in the page cache, through ToDeviceFromFile
+//	  and mapped (mmap, once) through ToDevice of the same copier, each
 //	  iteration both ways (after one of each untimed); it reports both
-//	  rates and file/mmap, the figure issue 31 wants at >= 0.95;
+//	  rates, file/mmap (the figure issue 31 wants at >= 0.95) and the
+//	  processors each way kept busy (CPU time over wall time);
+//	  warm/ratio/own-lanes the same with the file read by the direction's
+//	  own lanes alone (fileReaders), warm/ratio/window64 by a copier of a
+//	  64 MiB window;
 //	warm/pinpool, warm/mmap: each of the two alone; warm/pinpool-16lanes
 //	  a copier of 16 lanes (the default is at most 8), warm/pinpool-4MiB
 //	  one of 4 MiB pieces;
@@ -54,38 +58,57 @@ func BenchmarkFileToDevice(b *testing.B) {
 			}
 		}
 	}
-	fromFile := load(c)
-	fromMap := func(b *testing.B) {
-		if err := c.ToDevice(ctx, d.Ptr(), m); err != nil {
-			b.Fatal(err)
+	mapped := func(c *Copier) func(*testing.B) {
+		return func(b *testing.B) {
+			if err := c.ToDevice(ctx, d.Ptr(), m); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
+	fromFile, fromMap := load(c), mapped(c)
 	warm := func(b *testing.B) { // the file into the page cache
 		if _, err := io.CopyBuffer(io.Discard, io.NewSectionReader(f, 0, n), make([]byte, 4<<20)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.Run("warm/ratio", func(b *testing.B) {
-		warm(b)
-		// Each way once before the clock (the copier's staging grown, its lanes started), then
-		// both in every iteration, the first of them taking turns.
-		ways := [2]func(*testing.B){fromFile, fromMap}
-		ways[0](b)
-		ways[1](b)
-		var took [2]time.Duration
-		b.SetBytes(2 * n)
-		for i := 0; b.Loop(); i++ {
-			for k := range 2 {
-				w := (i + k) % 2
-				t0 := time.Now()
-				ways[w](b)
-				took[w] += time.Since(t0)
+	// warm/ratio: the default copier's file load beside its load of the mapping; own-lanes: the file
+	// read by the direction's own lanes alone (fileReaders).
+	for _, v := range []struct {
+		name   string
+		borrow bool
+		opt    *Options
+	}{{"default", true, nil}, {"own-lanes", false, nil}, {"window64", true, &Options{WindowBytes: 64 << 20, Prewarm: true}}} {
+		b.Run("warm/ratio/"+v.name, func(b *testing.B) {
+			fileBorrow = v.borrow
+			defer func() { fileBorrow = true }()
+			warm(b)
+			// Each way once before the clock (the copier's staging grown, its lanes started), then
+			// both in every iteration, the first of them taking turns.
+			ways := [2]func(*testing.B){fromFile, fromMap}
+			if v.opt != nil {
+				vc := g.copier(b, *v.opt)
+				ways = [2]func(*testing.B){load(vc), mapped(vc)}
 			}
-		}
-		b.ReportMetric(float64(n)*float64(b.N)/took[0].Seconds()/1e9, "file-GB/s")
-		b.ReportMetric(float64(n)*float64(b.N)/took[1].Seconds()/1e9, "mmap-GB/s")
-		b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "file/mmap")
-	})
+			ways[0](b)
+			ways[1](b)
+			var took, cpu [2]time.Duration
+			b.SetBytes(2 * n)
+			for i := 0; b.Loop(); i++ {
+				for k := range 2 {
+					w := (i + k) % 2
+					t0, c0 := time.Now(), cpuTime(b)
+					ways[w](b)
+					took[w] += time.Since(t0)
+					cpu[w] += cpuTime(b) - c0
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/took[0].Seconds()/1e9, "file-GB/s")
+			b.ReportMetric(float64(n)*float64(b.N)/took[1].Seconds()/1e9, "mmap-GB/s")
+			b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "file/mmap")
+			b.ReportMetric(cpu[0].Seconds()/took[0].Seconds(), "file-cores")
+			b.ReportMetric(cpu[1].Seconds()/took[1].Seconds(), "mmap-cores")
+		})
+	}
 	for _, way := range []struct {
 		name string
 		run  func(*testing.B)
@@ -179,8 +202,8 @@ func BenchmarkFileToDevice(b *testing.B) {
 // others the file source could take, in the same run, so that the default
 // shows it is the fastest: buffered reads (no O_DIRECT: pread through the
 // page cache, which reads ahead), and O_DIRECT with fewer and more reads at
-// once (each lane keeps one in flight: Options.Lanes) and larger pieces
-// (Options.ChunkSize).
+// once (each lane keeps one in flight; a variant's Lanes are its readers,
+// with no lanes borrowed: fileReaders) and larger pieces (Options.ChunkSize).
 //
 //	PINPOOL_BENCH_FILE=/data/model.safetensors go test -run '^$' -bench FileCold -benchtime 1x -count 3 ./transfer
 func BenchmarkFileCold(b *testing.B) {
@@ -192,6 +215,7 @@ func BenchmarkFileCold(b *testing.B) {
 		chunk, lanes int
 	}{
 		{"default", false, 0, 0},
+		{"direct-2MiB-8lanes", false, 2 << 20, 8},
 		{"buffered-2MiB-8lanes", true, 2 << 20, 8},
 		{"buffered-8MiB-8lanes", true, 8 << 20, 8},
 		{"direct-2MiB-2lanes", false, 2 << 20, 2},
@@ -202,6 +226,8 @@ func BenchmarkFileCold(b *testing.B) {
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			sourceWays.direct = !v.buffered
+			fileBorrow = v.lanes == 0 // a variant's lanes are its readers
+			defer func() { fileBorrow = true }()
 			opt := Options{ChunkSize: v.chunk, Lanes: v.lanes, Prewarm: true}
 			if v.chunk > 0 {
 				opt.WindowBytes = int64(v.chunk * 2 * v.lanes)

@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -237,5 +239,58 @@ func truncateOnFirstCopy(t *testing.T, e *env, f *os.File) {
 			}
 		}
 		return nil
+	}
+}
+
+// barrierReader holds every ReadAt until want of them are under way at once (or 30 s have passed,
+// which fails the read), and records the most under way at once.
+type barrierReader struct {
+	r        io.ReaderAt
+	want     int32
+	in, most atomic.Int32
+	met      chan struct{}
+	once     sync.Once
+}
+
+func (b *barrierReader) ReadAt(p []byte, off int64) (int, error) {
+	k := b.in.Add(1)
+	defer b.in.Add(-1)
+	for m := b.most.Load(); k > m && !b.most.CompareAndSwap(m, k); m = b.most.Load() {
+	}
+	if k >= b.want {
+		b.once.Do(func() { close(b.met) })
+	}
+	select {
+	case <-b.met:
+	case <-time.After(30 * time.Second):
+		return 0, fmt.Errorf("%d reads under way at once, never %d", b.most.Load(), b.want)
+	}
+	return b.r.ReadAt(p, off)
+}
+
+// TestFileBorrowsLanes: a file load reads with the other direction's idle standing lanes too
+// (fileReaders): with Lanes 2 (one standing lane a direction) and processors to spare, three reads
+// are under way at once, and with the borrowing off never more than two.
+func TestFileBorrowsLanes(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	defer func() { fileBorrow = true }()
+	const n = 1 << 20
+	data := randomBytes(n, 20)
+	for _, borrow := range []bool{true, false} {
+		fileBorrow = borrow
+		e := newEnv(t, Options{Lanes: 2, ChunkSize: 64 << 10, WindowBytes: 8 * 64 << 10})
+		want := int32(2)
+		if borrow {
+			want = 3
+		}
+		r := &barrierReader{r: bytes.NewReader(data), want: want, met: make(chan struct{})}
+		dev := e.d.alloc(n)
+		if got, err := e.c.ToDeviceFromFile(context.Background(), dev, r, 0, n); err != nil || got != n {
+			t.Fatalf("borrow %v: %d bytes, %v", borrow, got, err)
+		}
+		sameBytes(t, "the file on the device", e.devBytes(dev, n), data)
+		if m := r.most.Load(); m != want {
+			t.Fatalf("borrow %v: %d reads under way at once, want %d", borrow, m, want)
+		}
 	}
 }

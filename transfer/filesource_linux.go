@@ -12,33 +12,32 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// directAlign is the alignment of O_DIRECT reads: offset, length and memory, 4 KiB, which covers
-// every logical block size in use. The page-cache probe uses the system's page size instead
-// (os.Getpagesize), which is larger on some arm64 systems.
+// directAlign is the alignment of O_DIRECT reads (offset, length and memory): 4 KiB covers every
+// logical block size in use. The page-cache probe uses the system's page size (os.Getpagesize),
+// larger on some arm64 systems.
 const directAlign = 4096
 
 // source reads the pieces of a file. For an *os.File open for reading it asks the kernel which
-// pieces are in the page cache (cachestat, Linux 6.5; mincore of a read-only mapping of the range
-// before that), in the system's pages. A cached piece is read with pread straight into its pinned
-// staging buffer: staging a mapping of the file through the engine instead was slower, and so was
-// reading the piece through a small buffer that stays in the processor's cache and streaming that
-// into staging (BenchmarkFileToDevice's warm/ratio compares the file with its mapping, made once,
-// through ToDevice; what keeps it below the mapping is the kernel's copy, whose rate grows with the
-// lanes: warm/pinpool-16lanes). A piece that is not cached is read with O_DIRECT from a second,
-// read-only descriptor of the file straight into the pinned buffer, skipping the page cache's copy
-// and its readahead; each lane of the transfer keeps one such read in flight, which kept the disk
-// as busy as the other counts and sizes of reads measured, and busier than buffered reads
-// (BenchmarkFileCold compares them). A buffered read with RWF_NOWAIT as the probe halved the cold
-// rate (it starts readahead of what it misses, read a second time by O_DIRECT). O_DIRECT turns
-// itself off, for the rest of the transfer, at the first sign that the file system does not have
-// it (EINVAL), and so does a probe that the kernel does not have; then uncached pieces go through
-// ReadAt (the page cache), and with no probe every piece counts as cached. Any other io.ReaderAt is
-// read through its ReadAt.
+// pieces are in the page cache (cachestat, Linux 6.5; before that, mincore of a read-only mapping
+// of the range), in the system's pages, and reads each piece its fastest way
+// (BenchmarkFileToDevice, BenchmarkFileCold):
 //
-// Only through the caller's descriptor: the O_DIRECT descriptor is opened (through /proc/self/fd,
-// read-only) only when the caller's descriptor is open for reading itself, so the transfer reads
-// nothing the caller's descriptor could not. Writes (FromDeviceToFile) go through the caller's
-// WriteAt alone.
+//   - cached: pread straight into its pinned staging buffer. Staging a mapping of the file through
+//     the engine was slower, and so was reading through a small buffer that stays in the processor's
+//     cache; the kernel's copy is slower per lane than a lane's copy of a mapping, so a file load
+//     takes more lanes (fileReaders; warm/ratio).
+//   - not cached: O_DIRECT from a second, read-only descriptor of the file straight into the pinned
+//     buffer, which skips the page cache's copy and its readahead; one read in flight per lane kept
+//     the disk as busy as any other count and size of reads, and busier than buffered reads. A
+//     buffered RWF_NOWAIT read as the probe halved the cold rate (it starts readahead of what it
+//     misses, read a second time by O_DIRECT).
+//
+// O_DIRECT turns itself off for the rest of the transfer at the first sign that the file system
+// lacks it (EINVAL), and so does a probe the kernel lacks; then uncached pieces go through ReadAt,
+// and with no probe every piece counts as cached. Any other io.ReaderAt is read through its ReadAt.
+// The O_DIRECT descriptor is opened (through /proc/self/fd) only when the caller's is open for
+// reading, so the transfer reads nothing the caller's descriptor could not; writes go through the
+// caller's WriteAt alone.
 type source struct {
 	r      io.ReaderAt
 	fd     int      // the file's descriptor, for the probe; -1: none

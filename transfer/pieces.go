@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,10 +14,9 @@ import (
 
 // Streams and files. Data that is not in memory yet (a file, a socket, a decoder's output) moves in
 // pieces of at most ChunkSize bytes, each through one pinned staging buffer held under one slot of
-// the copier's window: read into the buffer, then one asynchronous copy to the device (or the other
-// way round). Several pieces are in flight at once, so reading, staging and DMA overlap, and the
-// pinned memory held stays within the window whatever the size of the data. No pageable copy
-// happens on the way: the reader writes straight into pinned memory.
+// the copier's window: read straight into the buffer, then one asynchronous copy to the device (or
+// the other way round). Several pieces are in flight at once, so reading, staging and DMA overlap,
+// and the pinned memory held stays within the window whatever the size of the data.
 //
 // Nothing a reader, writer or file says is trusted: every count is checked against the buffer it
 // was given before it moves a byte (readChecked, writeChecked), the pieces are computed, never
@@ -32,10 +30,9 @@ type piece struct {
 	n        int
 }
 
-// pieces cuts [off, off+n) of a file into pieces at multiples of chunk in file offsets, so that
-// every piece but the first and the last is aligned for direct I/O, and each, with its start
-// rounded down and its end rounded up to the page size, fits one staging buffer of chunk bytes.
-// Piece i is computed on demand: nothing is held per piece.
+// pieces cuts [off, off+n) of a file at multiples of chunk in file offsets, so that every piece but
+// the first and the last is aligned for direct I/O, and each, its ends rounded out to the page
+// size, fits one staging buffer of chunk bytes. Piece i is computed on demand.
 type pieces struct {
 	off, n int64
 	chunk  int64
@@ -64,21 +61,6 @@ type staging struct {
 	buf pinpool.Buffer
 }
 
-// live returns ctx's error, or ErrClosed once Close has begun: a stream transfer ends at its next
-// piece then, so that Close does not wait for a reader that may never end.
-func (c *Copier) live(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.RLock()
-	closed := c.closed
-	c.mu.RUnlock()
-	if closed {
-		return ErrClosed
-	}
-	return nil
-}
-
 // done gives the buffer and the slot back.
 func (s staging) done() {
 	s.buf.Release()
@@ -92,9 +74,21 @@ func (s staging) retire(err error) {
 	s.w.release()
 }
 
-// pieceQueue is a stream's pieces whose asynchronous copies are issued, oldest first. A stream
-// transfer runs on its caller's goroutine alone: reads (or writes) overlap the DMA of the pieces in
-// flight, as many as the window lets it hold.
+// live returns ctx's error, or ErrClosed once Close has begun: a stream transfer ends at its next
+// piece then, so that Close does not wait for a reader that may never end.
+func (c *Copier) live(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// pieceQueue is one lane's pieces whose asynchronous copies are issued, oldest first.
 type pieceQueue struct {
 	c    *Copier
 	ctx  context.Context
@@ -103,8 +97,8 @@ type pieceQueue struct {
 	land func(f queued, err error) // each piece in order once its copy has completed (err: its failure)
 }
 
-// queued is piece i of a stream in flight: its staging, the event after its copy, its bytes (short:
-// the reader failed in it).
+// queued is piece i in flight: its staging, the event after its copy, its bytes (short: the reader
+// failed in it).
 type queued struct {
 	i     int
 	s     staging
@@ -113,39 +107,46 @@ type queued struct {
 	short bool
 }
 
-// stage takes a window slot and a staging buffer; while pieces are in flight it lands the oldest
-// instead of waiting for either, so that a stream never waits on its own staging.
-func (q *pieceQueue) stage() (staging, error) {
-	c, w := q.c, q.c.wins[q.dir]
-	if err := c.live(q.ctx); err != nil {
-		return staging{}, err
-	}
+// stage takes a slot of w and a staging buffer of size bytes for a lane. While the lane holds
+// copies in flight it completes its oldest (oldest; false when it holds none) instead of waiting
+// for either, so that a lane never waits on its own staging. live, when not nil, is asked once the
+// slot is held whether the transfer goes on. On failure stage calls fail with ctx's error, live's
+// or the pool's (wrapping ErrStaging) before it gives the slot back, so that the lanes waiting for
+// it find the transfer stopped, and reports false.
+func (c *Copier) stage(ctx context.Context, w *window, size int, oldest func() bool, live func() error, fail func(error)) (staging, bool) {
 	for !w.tryAcquire() {
-		if !q.landOldest() {
-			if err := w.acquire(q.ctx); err != nil {
-				return staging{}, err
+		if !oldest() {
+			if err := w.acquire(ctx); err != nil {
+				fail(err)
+				return staging{}, false
 			}
 			break
 		}
 	}
-	for {
-		buf, err := c.pool.TryGet(c.opt.ChunkSize)
-		if err == nil {
-			return staging{w, buf}, nil
+	var err error
+	if live != nil {
+		err = live()
+	}
+	for err == nil {
+		buf, e := c.pool.TryGet(size)
+		if errors.Is(e, pinpool.ErrBudget) && oldest() {
+			continue
+		} else if e != nil {
+			buf, e = c.pool.Get(ctx, size)
 		}
-		if !errors.Is(err, pinpool.ErrBudget) || !q.landOldest() {
-			break
+		switch {
+		case e == nil:
+			return staging{w, buf}, true
+		case ctx.Err() != nil:
+			// A cancelled wait is not a budget failure: the pool's error is kept as text only.
+			err = fmt.Errorf("%w (waiting for a staging buffer: %v)", ctx.Err(), e)
+		default:
+			err = fmt.Errorf("%w: %d bytes: %w", ErrStaging, size, e)
 		}
 	}
-	buf, err := c.pool.Get(q.ctx, c.opt.ChunkSize)
-	if err != nil {
-		w.release()
-		if q.ctx.Err() != nil {
-			return staging{}, q.ctx.Err()
-		}
-		return staging{}, fmt.Errorf("%w: %w", ErrStaging, err)
-	}
-	return staging{w, buf}, nil
+	fail(err)
+	w.release()
+	return staging{}, false
 }
 
 // issue issues f's copy between f.data (in s) and the device at dev. s is the queue's from then on:
@@ -190,20 +191,12 @@ func (q *pieceQueue) landOldest() bool {
 	return true
 }
 
-// drain lands every piece still in flight.
-func (q *pieceQueue) drain() {
-	for q.landOldest() {
-	}
-}
-
-// progress records which pieces of a transfer are complete, beside the first error and the flag
-// that stops the lanes. Pieces complete out of order, but only as many at once as lanes run, so it
-// holds the bytes of the unbroken prefix and the few complete pieces beyond it: nothing per piece
-// of the transfer.
+// progress records which pieces of a transfer are complete, beside the first error and the stop
+// flag (runState, whose mu guards the rest). Pieces complete out of order, but only as many at once
+// as lanes run, so it holds the bytes of the unbroken prefix and the few complete pieces beyond it:
+// nothing per piece of the transfer.
 type progress struct {
-	stop        atomic.Bool
-	mu          sync.Mutex // guards the rest; a leaf of the lock order (see Copier)
-	err         error
+	runState
 	prefix      int           // pieces complete from the start
 	prefixBytes int64         // their bytes
 	ahead       map[int]int64 // complete pieces after the prefix: their bytes
@@ -213,21 +206,10 @@ type progress struct {
 
 func newProgress() *progress { return &progress{ahead: map[int]int64{}, partialAt: -1} }
 
-// fail records err (the first one wins) and stops the transfer.
-func (p *progress) fail(err error) {
-	p.mu.Lock()
-	if p.err == nil {
-		p.err = err
-	}
-	p.mu.Unlock()
-	p.stop.Store(true)
-}
-
 // complete records that piece i arrived whole, k bytes.
 func (p *progress) complete(i int, k int) { p.add(i, k, false) }
 
-// partial records that only the first k bytes of piece i arrived: the count of the transfer ends
-// there.
+// partial records that only the first k bytes of piece i arrived: the count ends there.
 func (p *progress) partial(i int, k int) { p.add(i, k, true) }
 
 func (p *progress) add(i int, k int, part bool) {
@@ -259,80 +241,79 @@ func (p *progress) arrived() int64 {
 	return p.prefixBytes
 }
 
-// move moves the transfer's pieces between staging and the device, on the caller's goroutine and
-// up to lanes-1 of the copier's standing lanes of its direction (the same lanes as a staged
-// copy's), each taking the next piece, until all are done or one fails (progress.stop) or ctx
-// ends. Each lane keeps its pieces' copies in flight (pieceQueue) while it fills the next staging
-// buffer: fill returns the piece's bytes in buf (host to device, read into it; with an error, what
-// it read before); drain, when not nil, takes them once they landed (device to host) and returns
-// how many it took. With one lane the pieces are filled and drained in order.
+// move moves the transfer's pieces between staging and the device on the caller's goroutine and
+// up to lanes-1 standing lanes (the same lanes as a staged copy's; beyond the direction's own, the
+// other direction's, which take the offer only while idle), each taking the next piece, until all
+// are done or one fails or ctx ends. Each lane keeps its pieces' copies in flight (pieceQueue)
+// while it fills the next staging buffer: fill returns the piece's bytes in buf (host to device,
+// read into it; with an error, what it read before); drain, when not nil, takes them once they
+// landed (device to host) and returns how many it took. With one lane the pieces go in order.
 func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, error), drain func(pc piece, b []byte) (int, error)) {
-	c, ctx, d, dev, ps, p := run.c, run.ctx, run.dir, run.dev, run.ps, run.p
+	c, ctx, d, dev, ps := run.c, run.ctx, run.dir, run.dev, run.ps
 	var next atomic.Int64
-	r := &pieceRun{}
-	r.lane = func() {
+	run.lane = func() {
 		q := &pieceQueue{c: c, ctx: ctx, dir: d, land: func(f queued, err error) {
 			k := len(f.data)
 			switch {
 			case err == nil && f.short:
-				p.partial(f.i, k)
+				run.partial(f.i, k)
 				return
-			case err == nil && drain != nil && p.stop.Load():
+			case err == nil && drain != nil && run.stop.Load():
 				return // not taken: the transfer ends before it
 			case err == nil && drain != nil:
 				k, err = drain(ps.at(f.i), f.data)
 			}
 			if err != nil {
 				if k > 0 {
-					p.partial(f.i, k)
+					run.partial(f.i, k)
 				}
-				p.fail(err)
+				run.fail(err)
 				return
 			}
-			p.complete(f.i, k)
+			run.complete(f.i, k)
 		}}
-		defer q.drain()
-		for !p.stop.Load() {
+		defer func() {
+			for q.landOldest() {
+			}
+		}()
+		for !run.stop.Load() {
 			i := int(next.Add(1) - 1)
 			if i >= ps.count {
 				return
 			}
 			pc := ps.at(i)
-			s, err := q.stage()
-			if err != nil {
-				p.fail(err)
+			s, ok := c.stage(ctx, c.wins[d], c.opt.ChunkSize, q.landOldest, func() error { return c.live(ctx) }, run.fail)
+			if !ok {
 				return
 			}
 			b, err := fill(pc, s.buf.Bytes())
 			if err != nil {
-				p.fail(err) // what was filled before the error still goes, and ends the count
+				run.fail(err) // what was filled before the error still goes, and ends the count
 				if len(b) == 0 {
 					s.done()
 				} else if err := q.issue(s, queued{i: i, data: b, short: true}, dev+cuda.DevicePtr(pc.pos)); err != nil {
-					p.fail(err)
+					run.fail(err)
 				}
 				return
 			}
 			if err := q.issue(s, queued{i: i, data: b}, dev+cuda.DevicePtr(pc.pos)); err != nil {
-				p.fail(err)
+				run.fail(err)
 				return
 			}
 		}
 	}
-	l := c.lanes[d]
-	l.offer(r, min(lanes, c.opt.Slots(), ps.count)-1)
-	r.lane()
-	l.withdraw(r)
-	r.endJoins(0)
+	n := min(lanes, c.opt.Slots(), ps.count) - 1
+	own := min(n, c.opt.Lanes-1)
+	c.lanes[d].offer(run, own)
+	c.lanes[1-d].offer(run, n-own)
+	run.lane()
+	c.lanes[d].withdraw(run)
+	c.lanes[1-d].withdraw(run)
+	run.endJoins(0)
 }
 
-// pieceRun is the pieces of a stream or file transfer offered to the standing lanes.
-type pieceRun struct {
-	runState
-	lane func()
-}
-
-func (r *pieceRun) join() { r.joinLane(r.lane) }
+// join runs a lane of move on a standing lane.
+func (run *streamRun) join() { run.joinLane(run.lane) }
 
 // caught runs fn, the caller's reader or writer, turning a panic into an error wrapping
 // ErrCallbackPanic: it may run on a lane of the copier, where a panic would end the process.
@@ -351,16 +332,17 @@ type rangedDevice interface {
 	addressRange(p cuda.DevicePtr) (base cuda.DevicePtr, size uint64, err error)
 }
 
-// streamRun is one stream or file transfer under way: its context, device address, pieces,
-// progress and start, counted in Stats as one transfer when it ends.
+// streamRun is one stream or file transfer under way, counted in Stats as one transfer when it
+// ends; standing lanes join it through join.
 type streamRun struct {
-	c   *Copier
-	ctx context.Context
-	dir Direction
-	dev cuda.DevicePtr
-	ps  pieces
-	p   *progress
-	t0  time.Time
+	*progress
+	c    *Copier
+	ctx  context.Context
+	dir  Direction
+	dev  cuda.DevicePtr
+	ps   pieces
+	t0   time.Time
+	lane func() // set by move
 }
 
 // startStream checks the arguments of a stream or file transfer of n bytes between the device at
@@ -395,7 +377,7 @@ func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg strin
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	return &streamRun{c: c, ctx: ctx, dir: dir, dev: dev, ps: newPieces(off, n, c.opt.ChunkSize), p: newProgress(), t0: time.Now()}, nil
+	return &streamRun{progress: newProgress(), c: c, ctx: ctx, dir: dir, dev: dev, ps: newPieces(off, n, c.opt.ChunkSize), t0: time.Now()}, nil
 }
 
 // finish ends the transfer on the copier and returns its outcome: moved bytes arrived (the pieces
@@ -403,9 +385,9 @@ func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg strin
 // range) and the count. It counts the transfer in Stats: one transfer of its bytes under PathStream
 // when it moved them all, else a failure or a cancellation.
 func (r *streamRun) finish(moved int64, what string) (int64, error) {
-	r.p.mu.Lock()
-	err := r.p.err
-	r.p.mu.Unlock()
+	r.mu.Lock()
+	err := r.err
+	r.mu.Unlock()
 	if err == nil && moved != r.ps.n {
 		err = fmt.Errorf("%w: %d of %d bytes moved without an error", ErrContract, moved, r.ps.n)
 	}

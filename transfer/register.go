@@ -30,7 +30,7 @@ type regPart struct {
 	h          hostReg
 }
 
-// Free unregisters the part.
+// Free unregisters the part (for cuda.RegisterInParts).
 func (p regPart) Free() error { return p.h.Free() }
 
 // registry holds a copier's open registrations, sorted by address.
@@ -59,7 +59,10 @@ func (c *Copier) Register(b []byte) (*Registration, error) {
 	}
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	r := &Registration{c: c, mem: b, start: start, end: start + uintptr(len(b))}
-	if c.regs.overlaps(r.start, r.end) {
+	c.regs.mu.RLock()
+	overlaps := c.regs.overlaps(r.start, r.end)
+	c.regs.mu.RUnlock()
+	if overlaps {
 		return nil, fmt.Errorf("%w: %d bytes at %#x overlap a registration of this copier", ErrAlreadyRegistered, len(b), start)
 	}
 	if c.dev.isPinned(b[:1]) || c.dev.isPinned(b[len(b)-1:]) {
@@ -112,7 +115,7 @@ func (r *Registration) Close() error {
 func (r *Registration) free() error {
 	var errs []error
 	for i := len(r.parts) - 1; i >= 0; i-- {
-		if err := r.parts[i].h.Free(); err != nil {
+		if err := r.parts[i].Free(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -120,16 +123,13 @@ func (r *Registration) free() error {
 	return errors.Join(errs...)
 }
 
-// done ends a use taken by covering.
-func (r *Registration) done() { r.users.Done() }
-
 // useList is the registrations a transfer uses, each with a use taken.
 type useList []*Registration
 
 // done ends the uses.
 func (l useList) done() {
 	for _, r := range l {
-		r.done()
+		r.users.Done()
 	}
 }
 
@@ -170,26 +170,16 @@ func (r *Registration) appendParts(segs []segment, b []byte) []segment {
 	return segs
 }
 
+// overlaps reports whether [s, e) overlaps an open registration; g.mu is held.
 func (g *registry) overlaps(s, e uintptr) bool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.overlapsLocked(s, e)
-}
-
-func (g *registry) overlapsLocked(s, e uintptr) bool {
-	for _, r := range g.list {
-		if r.start < e && s < r.end {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(g.list, func(r *Registration) bool { return r.start < e && s < r.end })
 }
 
 // insert adds r unless it overlaps an open registration.
 func (g *registry) insert(r *Registration) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.overlapsLocked(r.start, r.end) {
+	if g.overlaps(r.start, r.end) {
 		return false
 	}
 	i, _ := slices.BinarySearchFunc(g.list, r.start, func(x *Registration, t uintptr) int {

@@ -7,13 +7,11 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-
-	"github.com/pinpool/pinpool"
 )
 
-// Step 3 of a transfer: run. staged runs a staged transfer by its plan, cooperatively (coop.go) or
-// chunked (below). In both modes the caller is a lane, offers the transfer to plan.lanes-1 standing
-// lanes, and returns only when every copy issued has completed, also after a failure.
+// Step 3 of a transfer: run, by its plan, cooperatively (coop.go) or chunked (below). The caller is
+// a lane, offers the transfer to plan.lanes-1 standing lanes, and returns only when every copy
+// issued has completed, also after a failure.
 
 // staged copies the pageable memory of o through staging buffers.
 func (c *Copier) staged(ctx context.Context, o op) error {
@@ -45,21 +43,19 @@ type chunkedRun struct {
 	issued    atomic.Int64 // bytes whose copy was queued
 	completed atomic.Int64 // chunks completed
 
-	// Device to host, the copy-outs shared among the lanes (outShare): shares under shareMu (a leaf
-	// of the lock order), their number in nShares for the helpers to look at without the lock.
+	// Device to host, the shared copy-outs (outShare), under shareMu (a leaf of the lock order);
+	// nShares for the helpers to look at without the lock.
 	shareMu sync.Mutex
 	shares  []*outShare
 	nShares atomic.Int32
 	runState
 }
 
-// inFlight is one chunk whose copy is queued: its range, its staging buffer and the event after its
-// copy.
+// inFlight is one chunk whose copy is queued: its range, its staging and the event after its copy.
 type inFlight struct {
-	ev  event
-	off int
-	n   int
-	buf pinpool.Buffer
+	ev     event
+	off, n int
+	s      staging
 }
 
 // chunked runs a chunked transfer. A lane owns each chunk it claims from start to end: it takes a
@@ -136,19 +132,24 @@ func (r *chunkedRun) lane() {
 		if len(q.held) >= r.p.depth {
 			q.completeOldest()
 		}
-		buf, ok := r.stage(off, q)
+		s, ok := c.stage(r.ctx, c.wins[o.dir], r.p.buffer, q.completeOldest, nil, func(err error) {
+			if errors.Is(err, ErrStaging) {
+				r.fail(fmt.Errorf("transfer: the %s chunk at offset %d: %w", o.dir, off, err))
+			} else {
+				r.fail(cancelErr(o, int(r.issued.Load()), err))
+			}
+		})
 		if !ok {
 			return
 		}
-		b := buf.Bytes()[:m]
+		b := s.buf.Bytes()[:m]
+		// Cached stores: the chunks cycle through a window that stays in the last-level cache, where
+		// streaming stores (and evicting the chunks after the copy) were slower, also for the first
+		// and last round of chunks (BenchmarkStagedSizes).
 		if o.dir == HostToDevice {
-			// Cached stores: the chunks cycle through a window that stays in the last-level cache,
-			// where streaming stores (and evicting the chunks after the copy) were slower, also for
-			// the first and last round of chunks (BenchmarkStagedSizes).
 			if err := copyIn(b, o.host[off:off+m], false); err != nil {
 				r.fail(err) // before the slot is free for the other lanes
-				buf.Release()
-				c.wins[o.dir].release()
+				s.done()
 				return
 			}
 		}
@@ -158,17 +159,15 @@ func (r *chunkedRun) lane() {
 		if err != nil {
 			r.fail(err) // before the slot is free for the other lanes
 			if unsure {
-				buf.ReleaseAfter(failedFence{err})
+				s.retire(err)
 			} else {
-				buf.Release() // the copy is not running
+				s.done() // the copy is not running
 			}
-			c.wins[o.dir].release()
 			return
 		}
-		f := inFlight{ev: ev, off: off, n: m, buf: buf}
 		r.issued.Add(int64(m))
 		c.stats.chunks.Add(1)
-		q.held = append(q.held, f)
+		q.held = append(q.held, inFlight{ev: ev, off: off, n: m, s: s})
 	}
 }
 
@@ -178,81 +177,37 @@ func (r *chunkedRun) lane() {
 // nothing else to do by then (BenchmarkFrameStream, 10 goroutines uploading; BenchmarkStagedSizes).
 func (q *laneQueue) demote() {
 	for _, f := range q.held {
-		demoteHook(f.buf.Bytes()[:f.n])
+		demoteHook(f.s.buf.Bytes()[:f.n])
 	}
 }
 
 // demoteHook is demoteBytes; a test replaces it (before the copier starts) to see what is demoted.
 var demoteHook = demoteBytes
 
-// stage takes a window slot and a staging buffer for the chunk at off. While the lane holds chunks
-// in flight it completes its oldest instead of waiting, so that lanes never wait on each other's
-// staging. On failure the transfer is stopped and nothing new is held.
-func (r *chunkedRun) stage(off int, q *laneQueue) (pinpool.Buffer, bool) {
-	c, w := r.c, r.c.wins[r.o.dir]
-	for !w.tryAcquire() {
-		if q.completeOldest() {
-			continue
-		}
-		if err := w.acquire(r.ctx); err != nil {
-			r.fail(cancelErr(r.o, int(r.issued.Load()), err))
-			return pinpool.Buffer{}, false
-		}
-		break
-	}
-	if r.stop.Load() {
-		w.release()
-		return pinpool.Buffer{}, false
-	}
-	for {
-		buf, err := c.pool.TryGet(r.p.buffer)
-		if err == nil {
-			return buf, true
-		}
-		if !errors.Is(err, pinpool.ErrBudget) || !q.completeOldest() {
-			break
-		}
-	}
-	buf, err := c.pool.Get(r.ctx, r.p.buffer)
-	if err != nil {
-		// Stop the others before the slot is free for them.
-		if e := r.ctx.Err(); e != nil {
-			// A cancelled wait is not a budget failure: the pool's error is kept as text only.
-			r.fail(cancelErr(r.o, int(r.issued.Load()), fmt.Errorf("%w (waiting for a staging buffer: %v)", e, err)))
-		} else {
-			r.fail(fmt.Errorf("%w: %d bytes for the %s chunk at offset %d: %w", ErrStaging, r.p.buffer, r.o.dir, off, err))
-		}
-		w.release()
-		return pinpool.Buffer{}, false
-	}
-	return buf, true
-}
-
 // complete waits for one chunk's copy, copies it out (device to host), and gives back its staging
 // and window slot. A failed copy stops the transfer and retires its buffer.
 func (r *chunkedRun) complete(f inFlight) {
 	c, o := r.c, r.o
-	defer c.wins[o.dir].release()
 	if err := f.ev.synchronize(); err != nil {
 		c.events.drop(f.ev)
 		err = copyErr(o.dir, PathStaged, f.off, f.n, err)
-		f.buf.ReleaseAfter(failedFence{err})
 		r.fail(err) // before the slot is free for the other lanes
+		f.s.retire(err)
 		return
 	}
 	c.events.put(f.ev)
 	if o.dir == DeviceToHost {
 		// No eviction, unlike the cooperative mode's: the next copy into the buffer comes a window
-		// later, and evicting made large copies slower.
-		dst, src := o.host[f.off:f.off+f.n], f.buf.Bytes()[:f.n]
+		// later, and evicting made large copies slower. Once every chunk is claimed, lanes are
+		// running out of work, and share the copy-out.
+		dst, src := o.host[f.off:f.off+f.n], f.s.buf.Bytes()[:f.n]
 		if r.p.lanes > 1 && r.next.Load() >= int64(r.p.chunks) {
-			// Every chunk is claimed: lanes are running out of work.
 			r.shareCopyOut(dst, src)
 		} else {
 			copyOut(dst, src, r.p.streamOut)
 		}
 	}
-	f.buf.Release()
+	f.s.done()
 	r.completed.Add(1)
 }
 

@@ -42,7 +42,7 @@ func (c *Copier) ToDeviceFrom(ctx context.Context, dst cuda.DevicePtr, r io.Read
 		}
 		return b[:k], err
 	}, nil)
-	return run.finish(run.p.arrived(), "reader to device")
+	return run.finish(run.arrived(), "reader to device")
 }
 
 // emptyReads is how many reads in a row may return no byte and no error before a transfer gives up
