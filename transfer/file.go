@@ -12,17 +12,16 @@ import (
 )
 
 // ToDeviceFromFile copies n bytes of f, from offset off, to the device at dst, and returns how many
-// bytes arrived: the pieces complete from the start, all n when the error is nil. The copier's
-// lanes read f in parallel at the offsets they need (f.ReadAt must allow that, as *os.File's does),
-// each into a pinned staging buffer, while earlier pieces are copied to the device; the pinned
-// memory held stays within the copier's window whatever n is.
+// bytes arrived: the pieces complete from the start, all n when the error is nil. Lanes of the
+// copier (the direction's own and, where processors are left, the other direction's idle ones)
+// read f in parallel at the offsets they need (f.ReadAt must allow that, as *os.File's does), each
+// into a pinned staging buffer, while earlier pieces are copied to the device; the pinned memory
+// held stays within the copier's window whatever n is.
 //
-// For an *os.File on Linux (open for reading, else ErrFileMode), a piece that is in the page cache
-// is read from it (pread); one that is not is read with O_DIRECT into the page-aligned buffer (from
-// a second, read-only descriptor of the same file, opened only because the caller's is open for
-// reading), which skips the page cache's copy; where the file system refuses O_DIRECT (tmpfs, some
-// network file systems) or the range is not aligned for it, the piece is read through the page
-// cache.
+// For an *os.File on Linux (open for reading, else ErrFileMode), a piece in the page cache is read
+// from it (pread); one that is not, with O_DIRECT (from a second, read-only descriptor of the same
+// file), which skips the page cache's copy; where the file system refuses O_DIRECT (tmpfs, some
+// network file systems) or the range is not aligned for it, through the page cache.
 //
 // A range past the end of the file (for an *os.File, or a reader with a Size method such as
 // *bytes.Reader) is refused before anything moves with an error wrapping ErrInvalidRange and
@@ -77,11 +76,8 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 	if err != nil || run == nil {
 		return 0, err
 	}
-	run.move(c.opt.Lanes, func(pc piece, buf []byte) ([]byte, error) {
-		return buf[:pc.n:pc.n], nil
-	}, func(pc piece, b []byte) (int, error) {
-		m, err := caught("WriteAt", func() (int, error) { return f.WriteAt(b, pc.off) })
-		if k, err := checkWrite("WriteAt", m, len(b), err); err != nil {
+	run.move(c.opt.Lanes, whole, func(pc piece, b []byte) (int, error) {
+		if k, err := writeChecked("WriteAt", len(b), func() (int, error) { return f.WriteAt(b, pc.off) }); err != nil {
 			return k, fmt.Errorf("writing at %d: %w", pc.off+int64(k), err)
 		}
 		return len(b), nil
@@ -91,8 +87,8 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 
 // fileReaders is how many lanes read a file's pieces at once: the direction's own and, up to
 // GOMAXPROCS, the other direction's. A lane's pread copies the page cache more slowly than a lane
-// copies a mapping of the same pages, so the file needs more lanes than the mapping to keep up
-// with it (BenchmarkFileToDevice, warm/ratio and warm/pinpool-own-lanes).
+// copies a mapping of it, so a file needs more lanes than its mapping to keep up (fileBorrow off:
+// BenchmarkFileToDevice, warm/ratio/own-lanes).
 func (c *Copier) fileReaders() int {
 	if !fileBorrow {
 		return c.opt.Lanes
@@ -100,7 +96,7 @@ func (c *Copier) fileReaders() int {
 	return max(c.opt.Lanes, min(2*c.opt.Lanes-1, runtime.GOMAXPROCS(0)))
 }
 
-// fileBorrow turns the borrowed lanes of fileReaders off, for the benchmark that measures them.
+// fileBorrow is false only in the benchmark that measures the borrowed lanes.
 var fileBorrow = true
 
 // sized is a reader that knows its size, as *bytes.Reader and *io.SectionReader do.
@@ -124,18 +120,4 @@ func checkSize(what string, r io.ReaderAt, off, n int64) (bool, error) {
 		return false, fmt.Errorf("%w: %s: %d bytes at offset %d of a file of %d: %w", ErrInvalidRange, what, n, off, size, io.ErrUnexpectedEOF)
 	}
 	return true, nil
-}
-
-// readFullAt reads len(b) bytes of r at off into b and returns them, or nil and an error, trusting
-// no count (readChecked, through an io.SectionReader): a short file is an error wrapping
-// io.ErrUnexpectedEOF that says where it ended.
-func readFullAt(ctx context.Context, r io.ReaderAt, b []byte, off int64) ([]byte, error) {
-	k, err := readChecked(ctx, "ReadAt", io.NewSectionReader(r, off, int64(len(b))), b)
-	switch {
-	case err == nil:
-		return b, nil
-	case errors.Is(err, io.EOF):
-		return nil, fmt.Errorf("the file ends at %d, before %d: %w", off+int64(k), off+int64(len(b)), io.ErrUnexpectedEOF)
-	}
-	return nil, fmt.Errorf("reading at %d: %w", off+int64(k), err)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -55,16 +56,14 @@ const (
 	probeNone
 )
 
-// sourceWays switches the ways of reading a file on and off, for benchmarks and tests that compare
-// them: O_DIRECT, and the probe to start with.
+// sourceWays sets O_DIRECT and the first probe, for the benchmarks and tests that compare them.
 var sourceWays = struct {
 	direct   bool
 	firstWay int32
 }{true, probeCachestat}
 
-// fileOf returns the *os.File behind r, if any, and its descriptor's access mode (unix.O_RDONLY,
-// O_WRONLY or O_RDWR). It asks through SyscallConn, which leaves the file as it was (Fd would put a
-// pipe or a socket in blocking mode).
+// fileOf returns the *os.File behind r, if any, and its descriptor's access mode (O_ACCMODE), asked
+// through SyscallConn, which leaves the file as it was (Fd would put a pipe in blocking mode).
 func fileOf(r any) (*os.File, int, bool) {
 	f, ok := r.(*os.File)
 	if !ok || f == nil {
@@ -132,15 +131,14 @@ func (s *source) close() {
 }
 
 // readAt reads n bytes at off into the staging buffer buf (page-aligned, ChunkSize bytes) and
-// returns them: a sub-slice of buf, which starts where off lies in its page when the piece was read
-// with O_DIRECT.
+// returns them: a sub-slice of buf, which starts where off lies in its page after O_DIRECT.
 func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]byte, error) {
 	start := off &^ (directAlign - 1)
 	end := off + int64(n)
 	span := (end - start + directAlign - 1) &^ (directAlign - 1)
 	if !s.useDirect.Load() || span > int64(len(buf)) || s.inCache(off, end) {
 		s.cached.Add(int64(n))
-		return readFullAt(ctx, s.r, buf[:n], off)
+		return readFull(ctx, "ReadAt", io.NewSectionReader(s.r, off, int64(n)), buf[:n], off)
 	}
 	k, err := s.direct.ReadAt(buf[:span], start) // loops until span bytes or the end of the file
 	if err == nil || errors.Is(err, io.EOF) {
@@ -159,8 +157,7 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 }
 
 // inCache reports whether every page of [start, end) that lies in the file is in the page cache. A
-// probe the kernel does not have gives way to the next; with none left, every piece counts as
-// cached (read through the page cache: never slower than a buffered read).
+// probe the kernel lacks gives way to the next; with none left, every piece counts as cached.
 func (s *source) inCache(start, end int64) bool {
 	pg := int64(os.Getpagesize())
 	start &^= pg - 1
@@ -201,10 +198,5 @@ func (s *source) mincoreCached(start, end, pg int64) (bool, error) {
 	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(m))), uintptr(len(m)), uintptr(unsafe.Pointer(unsafe.SliceData(vec)))); e != 0 {
 		return false, e
 	}
-	for _, v := range vec {
-		if v&1 == 0 {
-			return false, nil
-		}
-	}
-	return true, nil
+	return !slices.ContainsFunc(vec, func(v byte) bool { return v&1 == 0 }), nil
 }

@@ -14,15 +14,13 @@ func openSource(r io.ReaderAt) *source { return &source{r} }
 
 func (s *source) close() {}
 
-// checkReadable accepts every reader here: the file's ReadAt reports a descriptor not open for
-// reading.
+// checkReadable accepts every reader here: ReadAt reports a descriptor not open for reading.
 func checkReadable(what string, r io.ReaderAt) error { return nil }
 
-// checkWritable accepts every writer here: the file's WriteAt reports a descriptor not open for
-// writing.
+// checkWritable accepts every writer here: WriteAt reports a descriptor not open for writing.
 func checkWritable(what string, w io.WriterAt) error { return nil }
 
 // readAt reads n bytes at off into the staging buffer buf and returns them.
 func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]byte, error) {
-	return readFullAt(ctx, s.r, buf[:n], off)
+	return readFull(ctx, "ReadAt", io.NewSectionReader(s.r, off, int64(n)), buf[:n], off)
 }

@@ -18,10 +18,9 @@ import (
 // the other way round). Several pieces are in flight at once, so reading, staging and DMA overlap,
 // and the pinned memory held stays within the window whatever the size of the data.
 //
-// Nothing a reader, writer or file says is trusted: every count is checked against the buffer it
-// was given before it moves a byte (readChecked, writeChecked), the pieces are computed, never
-// listed, so that a huge length allocates nothing, and the device range is checked before the first
-// piece.
+// Nothing a reader, writer or file says is trusted: every count is checked before it moves a byte
+// (readChecked, writeChecked), the pieces are computed, never listed, so that a huge length
+// allocates nothing, and the device range is checked before the first piece.
 
 // piece is one part of a stream transfer: pos bytes from the start of the device range, n bytes
 // long; for files, at file offset off.
@@ -97,7 +96,7 @@ type pieceQueue struct {
 	land func(f queued, err error) // each piece in order once its copy has completed (err: its failure)
 }
 
-// queued is piece i in flight: its staging, the event after its copy, its bytes (short: the reader
+// queued is piece i in flight: its staging, the event after its copy, its bytes (short: a read
 // failed in it).
 type queued struct {
 	i     int
@@ -286,19 +285,16 @@ func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, e
 			if !ok {
 				return
 			}
-			b, err := fill(pc, s.buf.Bytes())
-			if err != nil {
-				run.fail(err) // what was filled before the error still goes, and ends the count
-				if len(b) == 0 {
-					s.done()
-				} else if err := q.issue(s, queued{i: i, data: b, short: true}, dev+cuda.DevicePtr(pc.pos)); err != nil {
-					run.fail(err)
-				}
-				return
+			// A failure stops the loop; what was filled before a read error still goes, and ends the
+			// count.
+			b, ferr := fill(pc, s.buf.Bytes())
+			if ferr != nil {
+				run.fail(ferr)
 			}
-			if err := q.issue(s, queued{i: i, data: b}, dev+cuda.DevicePtr(pc.pos)); err != nil {
+			if ferr != nil && len(b) == 0 {
+				s.done()
+			} else if err := q.issue(s, queued{i: i, data: b, short: ferr != nil}, dev+cuda.DevicePtr(pc.pos)); err != nil {
 				run.fail(err)
-				return
 			}
 		}
 	}
@@ -346,11 +342,10 @@ type streamRun struct {
 }
 
 // startStream checks the arguments of a stream or file transfer of n bytes between the device at
-// dev and offset off of its host side (isNil: its reader, writer or file, named arg, is nil) and
-// begins it on the copier, so that Close waits for it. It returns nil and no error when there is
-// nothing to move (then nothing was begun); else the caller calls finish. Every length and offset
-// is checked before anything is allocated: off+n must fit an int64, dev+n the address space and,
-// where the device can tell, the allocation dev lies in.
+// dev and offset off of its host side (isNil: its reader, writer or file, named arg, is nil), before
+// anything is allocated: off+n must fit an int64, dev+n the address space and, where the device can
+// tell, the allocation dev lies in. It begins the transfer on the copier (Close waits for it), or
+// returns nil and no error when there is nothing to move; else the caller calls finish.
 func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg string, isNil bool, dev cuda.DevicePtr, off, n int64) (*streamRun, error) {
 	switch {
 	case n < 0 || off < 0:
@@ -380,9 +375,8 @@ func (c *Copier) startStream(ctx context.Context, dir Direction, what, arg strin
 	return &streamRun{progress: newProgress(), c: c, ctx: ctx, dir: dir, dev: dev, ps: newPieces(off, n, c.opt.ChunkSize), t0: time.Now()}, nil
 }
 
-// finish ends the transfer on the copier and returns its outcome: moved bytes arrived (the pieces
-// complete from the start, or what the writer took), and the first error, said with what (the
-// range) and the count. It counts the transfer in Stats: one transfer of its bytes under PathStream
+// finish ends the transfer on the copier and returns moved, the bytes that arrived, and the first
+// error, said with what and the count. In Stats it is one transfer of its bytes under PathStream
 // when it moved them all, else a failure or a cancellation.
 func (r *streamRun) finish(moved int64, what string) (int64, error) {
 	r.mu.Lock()

@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -182,12 +183,7 @@ func (g *registry) insert(r *Registration) bool {
 	if g.overlaps(r.start, r.end) {
 		return false
 	}
-	i, _ := slices.BinarySearchFunc(g.list, r.start, func(x *Registration, t uintptr) int {
-		if x.start < t {
-			return -1
-		}
-		return 1
-	})
+	i, _ := slices.BinarySearchFunc(g.list, r.start, func(x *Registration, t uintptr) int { return cmp.Compare(x.start, t) })
 	g.list = slices.Insert(g.list, i, r)
 	return true
 }

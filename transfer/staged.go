@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -212,10 +213,9 @@ func (r *chunkedRun) complete(f inFlight) {
 }
 
 // Device to host, a chunked transfer ends with the copy-out of the chunks that land last, while the
-// lanes whose chunks landed earlier have nothing left to do: one lane copying out a whole chunk
-// alone would keep the transfer waiting for it long after the last DMA. So once every chunk is
-// claimed, a lane whose chunk lands shares its copy-out (outShare) in stripes, and the lanes that
-// have finished their own chunks help with them until the transfer's last chunk is copied out.
+// lanes whose chunks landed earlier have nothing left to do. So once every chunk is claimed, a lane
+// whose chunk lands shares its copy-out (outShare) in stripes, and the lanes that have finished
+// their own chunks help with them until the transfer's last chunk is copied out.
 
 // outShare is the copy-out of one landed chunk, in stripes that any lane may claim.
 type outShare struct {
@@ -261,18 +261,12 @@ func (r *chunkedRun) shareCopyOut(dst, src []byte) {
 	spinUntil(func() bool { return s.done.Load() == s.stripes }, -1)
 	r.nShares.Add(-1)
 	r.shareMu.Lock()
-	for i, t := range r.shares {
-		if t == s {
-			r.shares = append(r.shares[:i], r.shares[i+1:]...)
-			break
-		}
-	}
+	r.shares = slices.DeleteFunc(r.shares, func(t *outShare) bool { return t == s })
 	r.shareMu.Unlock()
 }
 
-// testHookShare, when set (by a test, before the copier starts), runs in a lane that has published
-// a shared copy-out, before it copies any of it: a test holds the lane there until a helper has
-// claimed a stripe.
+// testHookShare, set by a test before the copier starts, runs in a lane that has published a shared
+// copy-out, before it copies any of it.
 var testHookShare func(s *outShare)
 
 // openShare returns a shared copy-out with stripes left to claim, or nil.
