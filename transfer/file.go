@@ -16,7 +16,8 @@ import (
 // copier (the direction's own and, where processors are left, the other direction's idle ones)
 // read f in parallel at the offsets they need (f.ReadAt must allow that, as *os.File's does), each
 // into a pinned staging buffer, while earlier pieces are copied to the device; the pinned memory
-// held stays within the copier's window whatever n is.
+// held stays within the copier's windows whatever n is (this direction's, and the free slots of
+// the other's, which a download waits for meanwhile).
 //
 // For an *os.File on Linux (open for reading, else ErrFileMode), a piece in the page cache is read
 // from it (pread); one that is not, with O_DIRECT (from a second, read-only descriptor of the same
@@ -86,18 +87,19 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 }
 
 // fileReaders is how many lanes read a file's pieces at once: the direction's own and, up to
-// GOMAXPROCS, the other direction's. A lane's pread copies the page cache more slowly than a lane
-// copies a mapping of it, so a file needs more lanes than its mapping to keep up (fileBorrow off:
-// BenchmarkFileToDevice, warm/ratio/own-lanes).
+// GOMAXPROCS, the other direction's (move borrows its window too). A lane's pread copies the page
+// cache more slowly than a lane copies a mapping of it, so a file needs more lanes than its mapping
+// to keep up, and they need more staging (BenchmarkFileToDevice, warm/ratio/own-lanes and
+// warm/ratio/lanes-only).
 func (c *Copier) fileReaders() int {
-	if !fileBorrow {
+	if !fileBorrow.lanes {
 		return c.opt.Lanes
 	}
 	return max(c.opt.Lanes, min(2*c.opt.Lanes-1, runtime.GOMAXPROCS(0)))
 }
 
-// fileBorrow is false only in the benchmark that measures the borrowed lanes.
-var fileBorrow = true
+// fileBorrow is off only in the benchmarks that measure the borrowed lanes and window.
+var fileBorrow = struct{ lanes, window bool }{true, true}
 
 // sized is a reader that knows its size, as *bytes.Reader and *io.SectionReader do.
 type sized interface{ Size() int64 }

@@ -5,6 +5,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,9 +26,13 @@ import (
 //	  iteration both ways (after one of each untimed); it reports both
 //	  rates, file/mmap (the figure issue 31 wants at >= 0.95) and the
 //	  processors each way kept busy (CPU time over wall time);
-//	  warm/ratio/own-lanes the same with the file read by the direction's
-//	  own lanes alone (fileReaders), warm/ratio/window64 by a copier of a
-//	  64 MiB window;
+//	  warm/ratio/lanes-only the same with the file read by lanes borrowed
+//	  but in its direction's window alone, own-lanes by the direction's own
+//	  lanes alone (fileReaders, move);
+//	warm/busy/...: the file (with and without borrowed lanes) and the
+//	  mapping loaded while half as many goroutines as processors compute:
+//	  the load's rate, and the share of the computation's rate alone that
+//	  it keeps;
 //	warm/pinpool, warm/mmap: each of the two alone; warm/pinpool-16lanes
 //	  a copier of 16 lanes (the default is at most 8), warm/pinpool-4MiB
 //	  one of 4 MiB pieces;
@@ -74,13 +81,14 @@ func BenchmarkFileToDevice(b *testing.B) {
 	// warm/ratio: the default copier's file load beside its load of the mapping; own-lanes: the file
 	// read by the direction's own lanes alone (fileReaders).
 	for _, v := range []struct {
-		name   string
-		borrow bool
-		opt    *Options
-	}{{"default", true, nil}, {"own-lanes", false, nil}, {"window64", true, &Options{WindowBytes: 64 << 20, Prewarm: true}}} {
+		name          string
+		lanes, window bool
+		opt           *Options
+	}{{"default", true, true, nil}, {"lanes-only", true, false, nil}, {"own-lanes", false, false, nil},
+		{"window64-lanes-only", true, false, &Options{WindowBytes: 64 << 20, Prewarm: true}}} {
 		b.Run("warm/ratio/"+v.name, func(b *testing.B) {
-			fileBorrow = v.borrow
-			defer func() { fileBorrow = true }()
+			fileBorrow.lanes, fileBorrow.window = v.lanes, v.window
+			defer func() { fileBorrow.lanes, fileBorrow.window = true, true }()
 			warm(b)
 			// Each way once before the clock (the copier's staging grown, its lanes started), then
 			// both in every iteration, the first of them taking turns.
@@ -133,6 +141,57 @@ func BenchmarkFileToDevice(b *testing.B) {
 			for b.Loop() {
 				way.run(b)
 			}
+		})
+	}
+	// warm/busy/...: the loads while GOMAXPROCS/2 goroutines of the caller compute; work/alone is
+	// the share of their rate alone that they keep meanwhile (what the borrowed lanes take from them).
+	for _, v := range []struct {
+		name  string
+		lanes bool
+		load  func(*testing.B)
+	}{{"file", true, fromFile}, {"file-own-lanes", false, fromFile}, {"mmap", true, fromMap}} {
+		b.Run("warm/busy/"+v.name, func(b *testing.B) {
+			fileBorrow.lanes = v.lanes
+			defer func() { fileBorrow.lanes = true }()
+			warm(b)
+			v.load(b)
+			var stop atomic.Bool
+			var work atomic.Int64
+			compute := func(d time.Duration, load func()) (float64, time.Duration) {
+				stop.Store(false)
+				work.Store(0)
+				var wg sync.WaitGroup
+				for range runtime.GOMAXPROCS(0) / 2 {
+					wg.Go(func() {
+						x := uint64(1)
+						for !stop.Load() {
+							for range 1 << 12 {
+								x ^= x << 13
+								x ^= x >> 7
+								x ^= x << 17
+							}
+							work.Add(1)
+						}
+						busySink.Add(x)
+					})
+				}
+				t0 := time.Now()
+				load()
+				time.Sleep(d)
+				dt := time.Since(t0)
+				stop.Store(true)
+				wg.Wait()
+				return float64(work.Load()) / dt.Seconds(), dt
+			}
+			alone, _ := compute(200*time.Millisecond, func() {})
+			b.ResetTimer()
+			rate, dt := compute(0, func() {
+				for range b.N {
+					v.load(b)
+				}
+			})
+			b.ReportMetric(float64(n)*float64(b.N)/dt.Seconds()/1e9, "load-GB/s")
+			b.ReportMetric(rate/alone, "work/alone")
 		})
 	}
 	out := filepath.Join(filepath.Dir(path), "bench-out.bin")
@@ -226,8 +285,8 @@ func BenchmarkFileCold(b *testing.B) {
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			sourceWays.direct = !v.buffered
-			fileBorrow = v.lanes == 0 // a variant's lanes are its readers
-			defer func() { fileBorrow = true }()
+			fileBorrow.lanes = v.lanes == 0 // a variant's lanes are its readers
+			defer func() { fileBorrow.lanes = true }()
 			opt := Options{ChunkSize: v.chunk, Lanes: v.lanes, Prewarm: true}
 			if v.chunk > 0 {
 				opt.WindowBytes = int64(v.chunk * 2 * v.lanes)
@@ -245,6 +304,9 @@ func BenchmarkFileCold(b *testing.B) {
 		})
 	}
 }
+
+// busySink keeps warm/busy's computation from being optimised away.
+var busySink atomic.Uint64
 
 // benchFile opens $PINPOOL_BENCH_FILE (closed at the benchmark's end) on a
 // GPU with device memory of its size, or skips the benchmark.

@@ -51,8 +51,9 @@ func TestGPUFileRoundTrip(t *testing.T) {
 }
 
 // TestGPUFileWindowBound moves a 64 GiB (sparse) file to the device
-// through the default 32 MiB window, reading Stats all along: the staging
-// held and the pool's memory in use never exceed the window.
+// through the default 32 MiB windows, reading Stats all along: the staging
+// held and the pool's memory in use never exceed the two windows (the
+// load borrows the idle download window's slots: move).
 func TestGPUFileWindowBound(t *testing.T) {
 	g := newGPU(t, cudahost.Options{})
 	c := g.copier(t, Options{})
@@ -80,7 +81,7 @@ func TestGPUFileWindowBound(t *testing.T) {
 	// The copier's count is exact. The pool's Stats scans its slots one by
 	// one while the lanes run, so a buffer given back and another taken
 	// during one scan can both count as in use: allow one such handover.
-	if st.PeakStaging > win || peak > win+int64(c.Options().ChunkSize) {
+	if st.PeakStaging > 2*win || peak > 2*win+int64(c.Options().ChunkSize) {
 		t.Fatalf("staging peak %d, pool in use peak %d, window %d", st.PeakStaging, peak, win)
 	}
 	t.Logf("%d GiB file through a %d MiB window: staging peak %d MiB, pool in use peak %d MiB (%d samples)", n>>30, win>>20, st.PeakStaging>>20, peak>>20, samples)

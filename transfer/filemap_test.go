@@ -268,29 +268,30 @@ func (b *barrierReader) ReadAt(p []byte, off int64) (int, error) {
 	return b.r.ReadAt(p, off)
 }
 
-// TestFileBorrowsLanes: a file load reads with the other direction's idle standing lanes too
-// (fileReaders): with Lanes 2 (one standing lane a direction) and processors to spare, three reads
-// are under way at once, and with the borrowing off never more than two.
+// TestFileBorrowsLanes: a file load reads with the other direction's idle standing lanes and
+// window too (fileReaders, move): with Lanes 2 (one standing lane a direction), windows of two
+// slots and processors to spare, three reads are under way at once, each in a slot of its own;
+// with the window not borrowed, or neither, two.
 func TestFileBorrowsLanes(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	defer func() { fileBorrow = true }()
-	const n = 1 << 20
+	defer func() { fileBorrow.lanes, fileBorrow.window = true, true }()
+	const n, chunk = 1 << 20, 64 << 10
 	data := randomBytes(n, 20)
-	for _, borrow := range []bool{true, false} {
-		fileBorrow = borrow
-		e := newEnv(t, Options{Lanes: 2, ChunkSize: 64 << 10, WindowBytes: 8 * 64 << 10})
-		want := int32(2)
-		if borrow {
-			want = 3
-		}
-		r := &barrierReader{r: bytes.NewReader(data), want: want, met: make(chan struct{})}
+	for _, tc := range []struct {
+		lanes, window bool
+		want          int32
+	}{{true, true, 3}, {true, false, 2}, {false, false, 2}} {
+		fileBorrow.lanes, fileBorrow.window = tc.lanes, tc.window
+		e := newEnv(t, Options{Lanes: 2, ChunkSize: chunk, WindowBytes: 2 * chunk})
+		r := &barrierReader{r: bytes.NewReader(data), want: tc.want, met: make(chan struct{})}
 		dev := e.d.alloc(n)
 		if got, err := e.c.ToDeviceFromFile(context.Background(), dev, r, 0, n); err != nil || got != n {
-			t.Fatalf("borrow %v: %d bytes, %v", borrow, got, err)
+			t.Fatalf("%+v: %d bytes, %v", tc, got, err)
 		}
 		sameBytes(t, "the file on the device", e.devBytes(dev, n), data)
-		if m := r.most.Load(); m != want {
-			t.Fatalf("borrow %v: %d reads under way at once, want %d", borrow, m, want)
+		st := e.c.Stats()
+		if m := r.most.Load(); m != tc.want || st.PeakStaging < int64(m)*chunk || st.PeakStaging > 2*st.WindowBytes {
+			t.Fatalf("%+v: %d reads under way at once, staging peak %d; want %d reads", tc, m, st.PeakStaging, tc.want)
 		}
 	}
 }

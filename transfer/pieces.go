@@ -106,14 +106,18 @@ type queued struct {
 	short bool
 }
 
-// stage takes a slot of w and a staging buffer of size bytes for a lane. While the lane holds
-// copies in flight it completes its oldest (oldest; false when it holds none) instead of waiting
-// for either, so that a lane never waits on its own staging. live, when not nil, is asked once the
-// slot is held whether the transfer goes on. On failure stage calls fail with ctx's error, live's
-// or the pool's (wrapping ErrStaging) before it gives the slot back, so that the lanes waiting for
-// it find the transfer stopped, and reports false.
-func (c *Copier) stage(ctx context.Context, w *window, size int, oldest func() bool, live func() error, fail func(error)) (staging, bool) {
+// stage takes a slot of w (or of spare, when not nil, while w has none free) and a staging buffer
+// of size bytes for a lane. While the lane holds copies in flight it completes its oldest (oldest;
+// false when it holds none) instead of waiting for either, so that a lane never waits on its own
+// staging. live, when not nil, is asked once the slot is held whether the transfer goes on. On
+// failure stage calls fail with ctx's error, live's or the pool's (wrapping ErrStaging) before it
+// gives the slot back, so that the lanes waiting for it find the transfer stopped, and reports false.
+func (c *Copier) stage(ctx context.Context, w, spare *window, size int, oldest func() bool, live func() error, fail func(error)) (staging, bool) {
 	for !w.tryAcquire() {
+		if spare != nil && spare.tryAcquire() {
+			w = spare
+			break
+		}
 		if !oldest() {
 			if err := w.acquire(ctx); err != nil {
 				fail(err)
@@ -241,14 +245,20 @@ func (p *progress) arrived() int64 {
 }
 
 // move moves the transfer's pieces between staging and the device on the caller's goroutine and
-// up to lanes-1 standing lanes (the same lanes as a staged copy's; beyond the direction's own, the
-// other direction's, which take the offer only while idle), each taking the next piece, until all
-// are done or one fails or ctx ends. Each lane keeps its pieces' copies in flight (pieceQueue)
-// while it fills the next staging buffer: fill returns the piece's bytes in buf (host to device,
-// read into it; with an error, what it read before); drain, when not nil, takes them once they
-// landed (device to host) and returns how many it took. With one lane the pieces go in order.
+// up to lanes-1 standing lanes (the same lanes as a staged copy's), each taking the next piece,
+// until all are done or one fails or ctx ends. More lanes than the direction's own are borrowed
+// from the other direction, which takes the offer only while idle, and so are the free slots of
+// its window, so that the lanes have staging to read into while their pieces' copies are in
+// flight. Each lane keeps its pieces' copies in flight (pieceQueue) while it fills the next staging
+// buffer: fill returns the piece's bytes in buf (host to device, read into it; with an error, what
+// it read before); drain, when not nil, takes them once they landed (device to host) and returns
+// how many it took. With one lane the pieces go in order.
 func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, error), drain func(pc piece, b []byte) (int, error)) {
 	c, ctx, d, dev, ps := run.c, run.ctx, run.dir, run.dev, run.ps
+	var spare *window
+	if lanes > c.opt.Lanes && fileBorrow.window {
+		spare = c.wins[1-d]
+	}
 	var next atomic.Int64
 	run.lane = func() {
 		q := &pieceQueue{c: c, ctx: ctx, dir: d, land: func(f queued, err error) {
@@ -281,7 +291,7 @@ func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, e
 				return
 			}
 			pc := ps.at(i)
-			s, ok := c.stage(ctx, c.wins[d], c.opt.ChunkSize, q.landOldest, func() error { return c.live(ctx) }, run.fail)
+			s, ok := c.stage(ctx, c.wins[d], spare, c.opt.ChunkSize, q.landOldest, func() error { return c.live(ctx) }, run.fail)
 			if !ok {
 				return
 			}
@@ -298,7 +308,11 @@ func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, e
 			}
 		}
 	}
-	n := min(lanes, c.opt.Slots(), ps.count) - 1
+	slots := c.opt.Slots()
+	if spare != nil {
+		slots *= 2
+	}
+	n := min(lanes, slots, ps.count) - 1
 	own := min(n, c.opt.Lanes-1)
 	c.lanes[d].offer(run, own)
 	c.lanes[1-d].offer(run, n-own)

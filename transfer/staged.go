@@ -133,7 +133,7 @@ func (r *chunkedRun) lane() {
 		if len(q.held) >= r.p.depth {
 			q.completeOldest()
 		}
-		s, ok := c.stage(r.ctx, c.wins[o.dir], r.p.buffer, q.completeOldest, nil, func(err error) {
+		s, ok := c.stage(r.ctx, c.wins[o.dir], nil, r.p.buffer, q.completeOldest, nil, func(err error) {
 			if errors.Is(err, ErrStaging) {
 				r.fail(fmt.Errorf("transfer: the %s chunk at offset %d: %w", o.dir, off, err))
 			} else {
