@@ -256,30 +256,30 @@ func (p *progress) arrived() int64 {
 func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, error), drain func(pc piece, b []byte) (int, error)) {
 	c, ctx, d, dev, ps := run.c, run.ctx, run.dir, run.dev, run.ps
 	var spare *window
+	slots := c.opt.Slots()
 	if lanes > c.opt.Lanes && fileBorrow.window {
-		spare = c.wins[1-d]
+		spare, slots = c.wins[1-d], 2*slots
 	}
 	var next atomic.Int64
 	run.lane = func() {
 		q := &pieceQueue{c: c, ctx: ctx, dir: d, land: func(f queued, err error) {
-			k := len(f.data)
+			k := 0 // a piece whose copy failed did not arrive
 			switch {
 			case err == nil && f.short:
-				run.partial(f.i, k)
-				return
-			case err == nil && drain != nil && run.stop.Load():
-				return // not taken: the transfer ends before it
-			case err == nil && drain != nil:
-				k, err = drain(ps.at(f.i), f.data)
+				run.partial(f.i, len(f.data))
+			case err == nil && drain == nil:
+				run.complete(f.i, len(f.data))
+			case err == nil && !run.stop.Load(): // else not taken: the transfer ends before it
+				if k, err = drain(ps.at(f.i), f.data); err == nil {
+					run.complete(f.i, k)
+				}
 			}
 			if err != nil {
 				if k > 0 {
 					run.partial(f.i, k)
 				}
 				run.fail(err)
-				return
 			}
-			run.complete(f.i, k)
 		}}
 		defer func() {
 			for q.landOldest() {
@@ -307,10 +307,6 @@ func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, e
 				run.fail(err)
 			}
 		}
-	}
-	slots := c.opt.Slots()
-	if spare != nil {
-		slots *= 2
 	}
 	n := min(lanes, slots, ps.count) - 1
 	own := min(n, c.opt.Lanes-1)

@@ -509,3 +509,42 @@ func splitPieces(off, n int64, chunk int) []piece {
 	}
 	return ps
 }
+
+// TestStreamFailedCopyCount: a piece whose copy fails on the device does not count as arrived,
+// both ways and for readers and files alike (before, its bytes were counted; one lane, so that the
+// third copy is the third piece).
+func TestStreamFailedCopyCount(t *testing.T) {
+	const chunk = 64 << 10
+	const n = 8 * chunk
+	data := randomBytes(n, 30)
+	for _, tc := range []struct {
+		name string
+		dir  Direction
+		run  func(c *Copier, dev cuda.DevicePtr, f *os.File) (int64, error)
+	}{
+		{"ToDeviceFrom", HostToDevice, func(c *Copier, dev cuda.DevicePtr, _ *os.File) (int64, error) {
+			return c.ToDeviceFrom(context.Background(), dev, bytes.NewReader(data), n)
+		}},
+		{"ToDeviceFromFile", HostToDevice, func(c *Copier, dev cuda.DevicePtr, f *os.File) (int64, error) {
+			return c.ToDeviceFromFile(context.Background(), dev, f, 0, n)
+		}},
+		{"FromDeviceToFile", DeviceToHost, func(c *Copier, dev cuda.DevicePtr, f *os.File) (int64, error) {
+			return c.FromDeviceToFile(context.Background(), f, 0, dev, n)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, Options{ChunkSize: chunk, WindowBytes: 4 * chunk, Lanes: 1})
+			var copies atomic.Int32
+			e.d.failExec = func(d Direction, _ int) error {
+				if d == tc.dir && copies.Add(1) == 3 {
+					return errInjected
+				}
+				return nil
+			}
+			got, err := tc.run(e.c, e.d.alloc(n), writeTemp(t, data))
+			if !errors.Is(err, errInjected) || got > 2*chunk {
+				t.Fatalf("%d bytes, %v; want at most %d and the injected failure", got, err, 2*chunk)
+			}
+		})
+	}
+}
