@@ -504,11 +504,11 @@ func TestProgressCount(t *testing.T) {
 		do   func(p *progress)
 		want int64
 	}{
-		{"in order", func(p *progress) { p.complete(0, 10); p.complete(1, 10); p.complete(2, 5) }, 25},
-		{"out of order", func(p *progress) { p.complete(2, 5); p.complete(1, 10); p.complete(0, 10) }, 25},
-		{"gap", func(p *progress) { p.complete(0, 10); p.complete(2, 10) }, 10},
-		{"partial first, after the rest", func(p *progress) { p.complete(1, 10); p.complete(2, 10); p.partial(0, 3) }, 3},
-		{"partial in the middle", func(p *progress) { p.complete(0, 10); p.complete(2, 10); p.partial(1, 4); p.complete(3, 10) }, 14},
+		{"in order", func(p *progress) { p.add(0, 10, false); p.add(1, 10, false); p.add(2, 5, false) }, 25},
+		{"out of order", func(p *progress) { p.add(2, 5, false); p.add(1, 10, false); p.add(0, 10, false) }, 25},
+		{"gap", func(p *progress) { p.add(0, 10, false); p.add(2, 10, false) }, 10},
+		{"partial first, after the rest", func(p *progress) { p.add(1, 10, false); p.add(2, 10, false); p.add(0, 3, true) }, 3},
+		{"partial in the middle", func(p *progress) { p.add(0, 10, false); p.add(2, 10, false); p.add(1, 4, true); p.add(3, 10, false) }, 14},
 		{"nothing", func(p *progress) {}, 0},
 	} {
 		p := newProgress()

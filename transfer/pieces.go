@@ -60,16 +60,14 @@ type staging struct {
 	buf pinpool.Buffer
 }
 
-// done gives the buffer and the slot back.
-func (s staging) done() {
-	s.buf.Release()
-	s.w.release()
-}
-
-// retire gives the slot back and the buffer to the pool to retire, after a copy of it failed with
-// err: the device's use of it is unknown.
-func (s staging) retire(err error) {
-	s.buf.ReleaseAfter(failedFence{err})
+// release gives the buffer and the slot back; after a copy of it failed with err (not nil), the
+// buffer goes to the pool to retire: the device's use of it is unknown.
+func (s staging) release(err error) {
+	if err != nil {
+		s.buf.ReleaseAfter(failedFence{err})
+	} else {
+		s.buf.Release()
+	}
 	s.w.release()
 }
 
@@ -109,7 +107,7 @@ type queued struct {
 // stage takes a slot of w (or of spare, when not nil, while w has none free) and a staging buffer
 // of size bytes for a lane. While the lane holds copies in flight it completes its oldest (oldest;
 // false when it holds none) instead of waiting for either, so that a lane never waits on its own
-// staging. live, when not nil, is asked once the slot is held whether the transfer goes on. On
+// staging. live is asked once the slot is held whether the transfer goes on. On
 // failure stage calls fail with ctx's error, live's or the pool's (wrapping ErrStaging) before it
 // gives the slot back, so that the lanes waiting for it find the transfer stopped, and reports false.
 func (c *Copier) stage(ctx context.Context, w, spare *window, size int, oldest func() bool, live func() error, fail func(error)) (staging, bool) {
@@ -126,10 +124,7 @@ func (c *Copier) stage(ctx context.Context, w, spare *window, size int, oldest f
 			break
 		}
 	}
-	var err error
-	if live != nil {
-		err = live()
-	}
+	err := live()
 	for err == nil {
 		buf, e := c.pool.TryGet(size)
 		if errors.Is(e, pinpool.ErrBudget) && oldest() {
@@ -157,10 +152,10 @@ func (c *Copier) stage(ctx context.Context, w, spare *window, size int, oldest f
 func (q *pieceQueue) issue(s staging, f queued, dev cuda.DevicePtr) error {
 	ev, unsure, err := q.c.issue(q.c.stream(q.dir), op{q.dir, dev, f.data}, PathPinned, 0, f.data)
 	if err != nil {
-		if unsure {
-			s.retire(err)
+		if !unsure {
+			s.release(nil)
 		} else {
-			s.done()
+			s.release(err)
 		}
 		return err
 	}
@@ -186,11 +181,7 @@ func (q *pieceQueue) landOldest() bool {
 		q.c.events.put(f.ev)
 	}
 	q.land(f, err)
-	if err != nil {
-		f.s.retire(err)
-	} else {
-		f.s.done()
-	}
+	f.s.release(err)
 	return true
 }
 
@@ -209,12 +200,8 @@ type progress struct {
 
 func newProgress() *progress { return &progress{ahead: map[int]int64{}, partialAt: -1} }
 
-// complete records that piece i arrived whole, k bytes.
-func (p *progress) complete(i int, k int) { p.add(i, k, false) }
-
-// partial records that only the first k bytes of piece i arrived: the count ends there.
-func (p *progress) partial(i int, k int) { p.add(i, k, true) }
-
+// add records that piece i arrived, k bytes: whole, or (part) only its first k bytes, where the
+// count ends.
 func (p *progress) add(i int, k int, part bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -266,17 +253,17 @@ func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, e
 			k := 0 // a piece whose copy failed did not arrive
 			switch {
 			case err == nil && f.short:
-				run.partial(f.i, len(f.data))
+				run.add(f.i, len(f.data), true)
 			case err == nil && drain == nil:
-				run.complete(f.i, len(f.data))
+				run.add(f.i, len(f.data), false)
 			case err == nil && !run.stop.Load(): // else not taken: the transfer ends before it
 				if k, err = drain(ps.at(f.i), f.data); err == nil {
-					run.complete(f.i, k)
+					run.add(f.i, k, false)
 				}
 			}
 			if err != nil {
 				if k > 0 {
-					run.partial(f.i, k)
+					run.add(f.i, k, true)
 				}
 				run.fail(err)
 			}
@@ -302,7 +289,7 @@ func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, e
 				run.fail(ferr)
 			}
 			if ferr != nil && len(b) == 0 {
-				s.done()
+				s.release(nil)
 			} else if err := q.issue(s, queued{i: i, data: b, short: ferr != nil}, dev+cuda.DevicePtr(pc.pos)); err != nil {
 				run.fail(err)
 			}

@@ -133,7 +133,7 @@ func (r *chunkedRun) lane() {
 		if len(q.held) >= r.p.depth {
 			q.completeOldest()
 		}
-		s, ok := c.stage(r.ctx, c.wins[o.dir], nil, r.p.buffer, q.completeOldest, nil, func(err error) {
+		s, ok := c.stage(r.ctx, c.wins[o.dir], nil, r.p.buffer, q.completeOldest, r.ctx.Err, func(err error) {
 			if errors.Is(err, ErrStaging) {
 				r.fail(fmt.Errorf("transfer: the %s chunk at offset %d: %w", o.dir, off, err))
 			} else {
@@ -150,7 +150,7 @@ func (r *chunkedRun) lane() {
 		if o.dir == HostToDevice {
 			if err := copyIn(b, o.host[off:off+m], false); err != nil {
 				r.fail(err) // before the slot is free for the other lanes
-				s.done()
+				s.release(nil)
 				return
 			}
 		}
@@ -159,11 +159,10 @@ func (r *chunkedRun) lane() {
 		c.issuing[o.dir].unlock()
 		if err != nil {
 			r.fail(err) // before the slot is free for the other lanes
-			if unsure {
-				s.retire(err)
-			} else {
-				s.done() // the copy is not running
+			if !unsure {
+				err = nil // the copy is not running: the buffer is reusable
 			}
+			s.release(err)
 			return
 		}
 		r.issued.Add(int64(m))
@@ -193,7 +192,7 @@ func (r *chunkedRun) complete(f inFlight) {
 		c.events.drop(f.ev)
 		err = copyErr(o.dir, PathStaged, f.off, f.n, err)
 		r.fail(err) // before the slot is free for the other lanes
-		f.s.retire(err)
+		f.s.release(err)
 		return
 	}
 	c.events.put(f.ev)
@@ -208,7 +207,7 @@ func (r *chunkedRun) complete(f inFlight) {
 			copyOut(dst, src, r.p.streamOut)
 		}
 	}
-	f.s.done()
+	f.s.release(nil)
 	r.completed.Add(1)
 }
 
