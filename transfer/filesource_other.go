@@ -20,7 +20,6 @@ func checkReadable(what string, r io.ReaderAt) error { return nil }
 // checkWritable accepts every writer here: WriteAt reports a descriptor not open for writing.
 func checkWritable(what string, w io.WriterAt) error { return nil }
 
-// readAt reads n bytes at off into the staging buffer buf and returns them.
 func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]byte, error) {
 	return readFull(ctx, "ReadAt", io.NewSectionReader(s.r, off, int64(n)), buf[:n], off)
 }

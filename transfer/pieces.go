@@ -305,7 +305,6 @@ func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, e
 	run.endJoins(0)
 }
 
-// join runs a lane of move on a standing lane.
 func (run *streamRun) join() { run.joinLane(run.lane) }
 
 // caught runs fn, the caller's reader or writer, turning a panic into an error wrapping

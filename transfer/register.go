@@ -127,7 +127,6 @@ func (r *Registration) free() error {
 // useList is the registrations a transfer uses, each with a use taken.
 type useList []*Registration
 
-// done ends the uses.
 func (l useList) done() {
 	for _, r := range l {
 		r.users.Done()
@@ -200,7 +199,6 @@ func (g *registry) remove(r *Registration) bool {
 	return true
 }
 
-// closeAll closes every open registration.
 func (g *registry) closeAll() error {
 	g.mu.RLock()
 	list := slices.Clone(g.list)

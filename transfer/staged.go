@@ -73,7 +73,6 @@ func (c *Copier) chunked(ctx context.Context, o op, p plan) error {
 	return r.err
 }
 
-// join runs a lane of r on a standing lane.
 func (r *chunkedRun) join() { r.joinLane(r.lane) }
 
 // claim returns the next chunk's range, or ok false when none is left or the transfer stopped.
