@@ -88,20 +88,20 @@ func (c *Copier) live(ctx context.Context) error {
 // pieceQueue is one lane's pieces whose asynchronous copies are issued, oldest first.
 type pieceQueue struct {
 	c    *Copier
-	ctx  context.Context
 	dir  Direction
+	dev  cuda.DevicePtr // the transfer's
 	held []queued
 	land func(f queued, err error) // each piece in order once its copy has completed (err: its failure)
 }
 
-// queued is piece i in flight: its staging, the event after its copy, its bytes (short: a read
-// failed in it).
+// queued is piece i in flight, pos bytes into the transfer: its staging, the event after its copy,
+// its bytes (short: a read failed in it).
 type queued struct {
-	i     int
-	s     staging
-	ev    event
-	data  []byte
-	short bool
+	i, pos int
+	s      staging
+	ev     event
+	data   []byte
+	short  bool
 }
 
 // stage takes a slot of w (or of spare, when not nil, while w has none free) and a staging buffer
@@ -147,10 +147,10 @@ func (c *Copier) stage(ctx context.Context, w, spare *window, size int, oldest f
 	return staging{}, false
 }
 
-// issue issues f's copy between f.data (in s) and the device at dev. s is the queue's from then on:
-// on failure it is given back at once.
-func (q *pieceQueue) issue(s staging, f queued, dev cuda.DevicePtr) error {
-	ev, unsure, err := q.c.issue(q.c.stream(q.dir), op{q.dir, dev, f.data}, PathPinned, 0, f.data)
+// issue issues f's copy between f.data (in s) and the device, f.pos into the transfer. s is the
+// queue's from then on: on failure it is given back at once.
+func (q *pieceQueue) issue(s staging, f queued) error {
+	ev, unsure, err := q.c.issue(q.c.stream(q.dir), op{q.dir, q.dev, f.data}, PathPinned, f.pos, f.data)
 	if err != nil {
 		if !unsure {
 			s.release(nil)
@@ -176,7 +176,7 @@ func (q *pieceQueue) landOldest() bool {
 	err := f.ev.synchronize()
 	if err != nil {
 		q.c.events.drop(f.ev)
-		err = copyErr(q.dir, PathPinned, 0, len(f.data), err)
+		err = copyErr(q.dir, PathPinned, f.pos, len(f.data), err)
 	} else {
 		q.c.events.put(f.ev)
 	}
@@ -249,7 +249,7 @@ func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, e
 	}
 	var next atomic.Int64
 	run.lane = func() {
-		q := &pieceQueue{c: c, ctx: ctx, dir: d, land: func(f queued, err error) {
+		q := &pieceQueue{c: c, dir: d, dev: dev, land: func(f queued, err error) {
 			k := 0 // a piece whose copy failed did not arrive
 			switch {
 			case err == nil && f.short:
@@ -290,7 +290,7 @@ func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, e
 			}
 			if ferr != nil && len(b) == 0 {
 				s.release(nil)
-			} else if err := q.issue(s, queued{i: i, data: b, short: ferr != nil}, dev+cuda.DevicePtr(pc.pos)); err != nil {
+			} else if err := q.issue(s, queued{i: i, pos: int(pc.pos), data: b, short: ferr != nil}); err != nil {
 				run.fail(err)
 			}
 		}
