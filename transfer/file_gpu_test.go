@@ -80,9 +80,10 @@ func TestGPUFileWindowBound(t *testing.T) {
 	win := c.Options().WindowBytes
 	// The copier's count is exact. The pool's Stats scans its slots one by
 	// one while the lanes run, so a buffer given back and another taken
-	// during one scan can both count as in use: allow one such handover.
-	if st.PeakStaging > 2*win || peak > 2*win+int64(c.Options().ChunkSize) {
-		t.Fatalf("staging peak %d, pool in use peak %d, window %d", st.PeakStaging, peak, win)
+	// during one scan can both count as in use: allow one such handover a
+	// reading lane (one in all was too few on the GPU host).
+	if st.PeakStaging > 2*win || peak > 2*win+int64(c.fileReaders()*c.Options().ChunkSize) {
+		t.Fatalf("staging peak %d, pool in use peak %d, windows of %d", st.PeakStaging, peak, win)
 	}
 	t.Logf("%d GiB file through a %d MiB window: staging peak %d MiB, pool in use peak %d MiB (%d samples)", n>>30, win>>20, st.PeakStaging>>20, peak>>20, samples)
 }
