@@ -83,9 +83,7 @@ func BenchmarkFileToDevice(b *testing.B) {
 	for _, v := range []struct {
 		name          string
 		lanes, window bool
-		opt           *Options
-	}{{"default", true, true, nil}, {"lanes-only", true, false, nil}, {"own-lanes", false, false, nil},
-		{"window64-lanes-only", true, false, &Options{WindowBytes: 64 << 20, Prewarm: true}}} {
+	}{{"default", true, true}, {"lanes-only", true, false}, {"own-lanes", false, false}} {
 		b.Run("warm/ratio/"+v.name, func(b *testing.B) {
 			fileBorrow.lanes, fileBorrow.window = v.lanes, v.window
 			defer func() { fileBorrow.lanes, fileBorrow.window = true, true }()
@@ -93,10 +91,6 @@ func BenchmarkFileToDevice(b *testing.B) {
 			// Each way once before the clock (the copier's staging grown, its lanes started), then
 			// both in every iteration, the first of them taking turns.
 			ways := [2]func(*testing.B){fromFile, fromMap}
-			if v.opt != nil {
-				vc := g.copier(b, *v.opt)
-				ways = [2]func(*testing.B){load(vc), mapped(vc)}
-			}
 			ways[0](b)
 			ways[1](b)
 			var took, cpu [2]time.Duration
