@@ -107,9 +107,9 @@ type queued struct {
 // stage takes a slot of w (or of spare, when not nil, while w has none free) and a staging buffer
 // of size bytes for a lane. While the lane holds copies in flight it completes its oldest (oldest;
 // false when it holds none) instead of waiting for either, so that a lane never waits on its own
-// staging. live is asked once the slot is held whether the transfer goes on. On
-// failure stage calls fail with ctx's error, live's or the pool's (wrapping ErrStaging) before it
-// gives the slot back, so that the lanes waiting for it find the transfer stopped, and reports false.
+// staging. live is asked once the slot is held whether the transfer goes on. On failure stage
+// calls fail with ctx's error, live's or the pool's (wrapping ErrStaging) before it gives the slot
+// back, so that the lanes waiting for it find the transfer stopped, and reports false.
 func (c *Copier) stage(ctx context.Context, w, spare *window, size int, oldest func() bool, live func() error, fail func(error)) (staging, bool) {
 	for !w.tryAcquire() {
 		if spare != nil && spare.tryAcquire() {
@@ -152,10 +152,10 @@ func (c *Copier) stage(ctx context.Context, w, spare *window, size int, oldest f
 func (q *pieceQueue) issue(s staging, f queued) error {
 	ev, unsure, err := q.c.issue(q.c.stream(q.dir), op{q.dir, q.dev, f.data}, PathPinned, f.pos, f.data)
 	if err != nil {
-		if !unsure {
-			s.release(nil)
-		} else {
+		if unsure {
 			s.release(err)
+		} else {
+			s.release(nil) // the copy is not running: the buffer is reusable
 		}
 		return err
 	}
