@@ -13,8 +13,10 @@ import (
 //
 //   - host to device, the lane that copies the last stripe of a chunk issues the chunk's copy; when
 //     the lanes are done, the caller waits for the chunks' events;
-//   - device to host, the caller issues every chunk's copy first, then waits for them in order and
-//     announces each one as it lands; the lanes copy each chunk's stripes out once it is announced.
+//   - device to host, the caller issues every chunk's copy first; a lane waits for the chunk of the
+//     stripe it claimed itself (the first to come waits for its event, the others for that one), so
+//     that no lane waits for a goroutine busy elsewhere. The caller waiting for the chunks in order
+//     made a paced stream's downloads slower (scripts/ref/paced.cpp, settle).
 //
 // Device to host, back to back (plan.backToBack), the staging is evicted from the CPU caches after
 // the copy-out. When the transfer is the only one staging in its direction (plan.streamOut), its
@@ -37,15 +39,13 @@ type coopRun struct {
 	o   op
 	p   plan
 
-	bufs   []pinpool.Buffer // plan.buffers staging buffers, plan.perBuffer chunks each
-	evs    []event          // per chunk, set once its copy is issued
-	queued []bool           // per chunk: its copy was issued (under mu)
-	// per buffer: the failure of a copy that used it (the caller's only)
-	retired []error
-	left    []atomic.Int32 // host to device: stripes of each chunk not yet copied in
-	next    atomic.Int64   // next stripe to claim
-	landed  atomic.Int64   // device to host: chunks whose copy has completed
-	issued  atomic.Int64   // bytes issued
+	bufs    []pinpool.Buffer // plan.buffers staging buffers, plan.perBuffer chunks each
+	evs     []event          // per chunk, set once its copy is issued
+	state   []atomic.Int32   // per chunk: chunkIdle, chunkQueued, chunkWaited or chunkSettled
+	retired []error          // per buffer: the failure of a copy that used it (under mu)
+	left    []atomic.Int32   // host to device: stripes of each chunk not yet copied in
+	next    atomic.Int64     // next stripe to claim
+	issued  atomic.Int64     // bytes issued
 
 	// The handoff (see above, plan.handoff): the stripes copied out, the caller and the joined
 	// lanes still at work (lastOut is the last one's), and the caller's stripes, for lastOut to
@@ -56,10 +56,18 @@ type coopRun struct {
 	runState
 }
 
+// A chunk's state: not issued, issued, being waited for by one goroutine, completed (or failed).
+const (
+	chunkIdle int32 = iota
+	chunkQueued
+	chunkWaited
+	chunkSettled
+)
+
 // coop runs o cooperatively by plan p and reports true, or reports false, having done nothing, when
 // the window or the pool cannot give it all its staging at once.
 func (c *Copier) coop(ctx context.Context, o op, p plan) (bool, error) {
-	r := &coopRun{c: c, ctx: ctx, o: o, p: p, evs: make([]event, p.chunks), queued: make([]bool, p.chunks), retired: make([]error, p.buffers), left: make([]atomic.Int32, p.chunks)}
+	r := &coopRun{c: c, ctx: ctx, o: o, p: p, evs: make([]event, p.chunks), state: make([]atomic.Int32, p.chunks), retired: make([]error, p.buffers), left: make([]atomic.Int32, p.chunks)}
 	if !r.take() {
 		return false, nil
 	}
@@ -128,38 +136,20 @@ func (r *coopRun) run() {
 	if p.backToBack {
 		c.lanes[o.dir].offer(r, p.lanes-1)
 	}
-	// Chunks before settled have completed; failed is the chunk whose copy failed, its event
-	// destroyed.
-	settled, failed := 0, -1
-	if o.dir == DeviceToHost {
-		for i := range p.chunks {
-			if !r.queued[i] || r.stop.Load() {
-				break
-			}
-			if err := r.settle(i); err != nil {
-				r.fail(err)
-				failed = i
-				break
-			}
-			settled++
-			r.landed.Add(1)
-		}
-		r.landed.Store(int64(p.chunks) + 1) // wake any lane still waiting: done or failed
-	}
 	if p.handoff && testHookHandoff != nil {
 		testHookHandoff(r, true)
 	}
 	r.laneOf(true)
 	c.lanes[o.dir].withdraw(r) // every stripe is claimed: no lane need join now
 	spin := c.lanes[o.dir].endSpinFor()
-	if p.handoff && failed < 0 && r.handOff(spin) {
+	if p.handoff && r.handOff(spin) {
 		return
 	}
 	r.endJoins(spin)
 	for _, b := range r.leftover { // the handoff did not happen
 		evictBytes(b)
 	}
-	r.finish(settled, failed)
+	r.finish()
 }
 
 // handOff spins, after the caller's own lane, for up to spin until every stripe is copied out.
@@ -188,19 +178,17 @@ func (r *coopRun) lastOut() {
 	for _, b := range r.leftover {
 		evictBytes(b)
 	}
-	r.finish(r.p.chunks, -1)
+	r.finish()
 }
 
-// finish waits for every chunk whose copy was issued and is not settled yet, then gives back the
-// events, the buffers and the window slots. A buffer that held a failed copy is retired (released
-// with a failed fence, so that the pool never reuses it), once no copy of its other chunks runs.
-func (r *coopRun) finish(settled, failed int) {
+// finish waits for every chunk whose copy was issued and that no lane waited for, then gives back
+// the buffers and the window slots. A buffer that held a failed copy is retired (released with a
+// failed fence, so that the pool never reuses it), once no copy of its other chunks runs.
+func (r *coopRun) finish() {
 	c := r.c
 	for i := range r.p.chunks {
-		if i >= settled && i != failed && r.queued[i] {
-			if err := r.settle(i); err != nil {
-				r.fail(err)
-			}
+		if r.state[i].Load() == chunkQueued {
+			r.settle(i)
 		}
 	}
 	for b, buf := range r.bufs {
@@ -213,21 +201,46 @@ func (r *coopRun) finish(settled, failed int) {
 	}
 }
 
-// settle waits for chunk i's copy and gives its event back. When the copy failed, the event is
-// destroyed and the chunk's buffer marked for retirement.
-func (r *coopRun) settle(i int) error {
+// settle waits for chunk i's copy, gives its event back and marks the chunk settled. When the copy
+// failed, the event is destroyed, the chunk's buffer marked for retirement and the transfer
+// stopped.
+func (r *coopRun) settle(i int) {
 	err := r.evs[i].synchronize()
 	if err == nil {
 		r.c.events.put(r.evs[i])
-		return nil
+		r.state[i].Store(chunkSettled)
+		return
 	}
 	r.c.events.drop(r.evs[i])
 	lo, hi := r.p.chunkRange(i)
 	err = copyErr(r.o.dir, PathStaged, lo, hi-lo, err)
+	r.mu.Lock()
 	if b := i / r.p.perBuffer; r.retired[b] == nil {
 		r.retired[b] = err
 	}
-	return err
+	r.mu.Unlock()
+	r.fail(err)
+	r.state[i].Store(chunkSettled)
+}
+
+// await waits until chunk i's copy has landed, waiting for its event itself when no other lane
+// does, and reports false when the transfer stopped meanwhile.
+func (r *coopRun) await(i int) bool {
+	for {
+		switch r.state[i].Load() {
+		case chunkSettled:
+			return !r.stop.Load()
+		case chunkQueued:
+			if r.state[i].CompareAndSwap(chunkQueued, chunkWaited) {
+				r.settle(i)
+				continue
+			}
+		}
+		if r.stop.Load() {
+			return false
+		}
+		cpuRelax()
+	}
 }
 
 // queue issues chunk i's copy and its event; the caller holds the issue lock. It reports false
@@ -240,9 +253,8 @@ func (r *coopRun) queue(i int) bool {
 		r.fail(err)
 		return false
 	}
-	r.mu.Lock()
-	r.evs[i], r.queued[i] = ev, true
-	r.mu.Unlock()
+	r.evs[i] = ev
+	r.state[i].Store(chunkQueued)
 	r.issued.Add(int64(hi - lo))
 	c.stats.chunks.Add(1)
 	return true
@@ -280,8 +292,7 @@ func (r *coopRun) laneOf(caller bool) {
 			}
 			continue
 		}
-		spinUntil(func() bool { return r.landed.Load() > int64(i) }, -1)
-		if r.stop.Load() {
+		if !r.await(i) {
 			return
 		}
 		copyOut(o.host[lo:hi], b, r.p.streamOut)
