@@ -146,10 +146,7 @@ func (r *coopRun) run() {
 		return
 	}
 	r.endJoins(spin)
-	for _, b := range r.leftover { // the handoff did not happen
-		evictBytes(b)
-	}
-	r.finish()
+	r.lastOut() // the handoff did not happen
 }
 
 // handOff spins, after the caller's own lane, for up to spin until every stripe is copied out.
@@ -171,9 +168,8 @@ func (r *coopRun) handOff(spin time.Duration) bool {
 	return true
 }
 
-// lastOut evicts the caller's stripes and gives back the staging: the work of the last of a
-// back-to-back download's goroutines to finish, every copy having landed and every stripe been
-// copied out.
+// lastOut evicts the caller's stripes and gives back the staging: the work of the last of the
+// transfer's goroutines to finish.
 func (r *coopRun) lastOut() {
 	for _, b := range r.leftover {
 		evictBytes(b)
@@ -205,10 +201,10 @@ func (r *coopRun) finish() {
 // failed, the event is destroyed, the chunk's buffer marked for retirement and the transfer
 // stopped.
 func (r *coopRun) settle(i int) {
+	defer r.state[i].Store(chunkSettled)
 	err := r.evs[i].synchronize()
 	if err == nil {
 		r.c.events.put(r.evs[i])
-		r.state[i].Store(chunkSettled)
 		return
 	}
 	r.c.events.drop(r.evs[i])
@@ -220,27 +216,20 @@ func (r *coopRun) settle(i int) {
 	}
 	r.mu.Unlock()
 	r.fail(err)
-	r.state[i].Store(chunkSettled)
 }
 
 // await waits until chunk i's copy has landed, waiting for its event itself when no other lane
 // does, and reports false when the transfer stopped meanwhile.
 func (r *coopRun) await(i int) bool {
-	for {
-		switch r.state[i].Load() {
-		case chunkSettled:
-			return !r.stop.Load()
-		case chunkQueued:
-			if r.state[i].CompareAndSwap(chunkQueued, chunkWaited) {
-				r.settle(i)
-				continue
-			}
+	spinUntil(func() bool {
+		s := r.state[i].Load()
+		if s == chunkQueued && r.state[i].CompareAndSwap(chunkQueued, chunkWaited) {
+			r.settle(i)
+			return true
 		}
-		if r.stop.Load() {
-			return false
-		}
-		cpuRelax()
-	}
+		return s == chunkSettled || r.stop.Load()
+	}, -1)
+	return !r.stop.Load()
 }
 
 // queue issues chunk i's copy and its event; the caller holds the issue lock. It reports false
@@ -279,8 +268,6 @@ func (r *coopRun) laneOf(caller bool) {
 		i, lo, hi := r.p.stripeRange(s)
 		b := r.staging(i, lo, hi)
 		if o.dir == HostToDevice {
-			// Streaming stores: the DMA reads this chunk right away, and reads memory still in the
-			// cores' caches far slower.
 			if err := copyIn(b, o.host[lo:hi], true); err != nil {
 				r.fail(err)
 				return
@@ -296,35 +283,24 @@ func (r *coopRun) laneOf(caller bool) {
 			return
 		}
 		copyOut(o.host[lo:hi], b, r.p.streamOut)
-		if !r.p.backToBack {
-			continue
-		}
-		if !r.p.handoff {
-			evictBytes(b)
-			continue
-		}
-		r.copied.Add(1)
-		if caller {
+		r.copied.Add(1) // before the eviction, which the caller of a handoff does not wait for
+		if r.p.handoff && caller {
 			r.leftover = append(r.leftover, b)
-		} else {
+		} else if r.p.backToBack {
 			evictBytes(b)
 		}
 	}
 }
 
-// join runs a lane of r on a standing lane. In a handoff, the lane is one of the transfer's owners:
-// the last owner to finish gives back the staging.
+// join runs a lane of r on a standing lane. The lane is one of the transfer's owners: in a handoff,
+// the last owner to finish gives back the staging (without one, the caller stays an owner).
 func (r *coopRun) join() {
-	if !r.p.handoff {
-		r.joinLane(func() { r.laneOf(false) })
-		return
-	}
 	if !r.enter(&r.owners) {
 		return
 	}
 	r.laneOf(false)
 	r.exit()
-	if testHookHandoff != nil {
+	if r.p.handoff && testHookHandoff != nil {
 		testHookHandoff(r, false)
 	}
 	if r.owners.Add(-1) == 0 {

@@ -19,13 +19,12 @@ import (
 // has its own set (Copier.lanes), so that a transfer neither waits for lanes busy the other way nor
 // splits its lanes with it.
 type standingLanes struct {
-	board    offerBoard    // the offers, taken without a lock
-	wake     chan struct{} // a token per sleeping lane an offer needs
-	sleeping atomic.Int32  // lanes asleep in next, or about to be
-	spin     time.Duration
-	quit     chan struct{}
-	quitting atomic.Bool // set before quit is closed, for the spin to look at
-	wg       sync.WaitGroup
+	offerBoard               // the offers, taken without a lock
+	wake       chan struct{} // a token per sleeping lane an offer needs; closed by stop
+	sleeping   atomic.Int32  // lanes asleep in next, or about to be
+	spin       time.Duration
+	quitting   atomic.Bool // set by stop
+	wg         sync.WaitGroup
 
 	// The gap rule: transfers running now, when the last one ended, and the gap before the latest
 	// one (nanoseconds since epoch).
@@ -77,7 +76,7 @@ type job interface{ join() }
 // newStandingLanes starts n lanes that spin for up to spin (none when it is not positive) before
 // they sleep.
 func newStandingLanes(n int, spin time.Duration) *standingLanes {
-	l := &standingLanes{board: newOfferBoard(n), wake: make(chan struct{}, max(n, 1)), spin: spin, quit: make(chan struct{})}
+	l := &standingLanes{offerBoard: newOfferBoard(n), wake: make(chan struct{}, max(n, 1)), spin: spin}
 	l.lastEnd.Store(math.MinInt64 / 2) // no transfer yet: an endless gap
 	l.lastGap.Store(math.MaxInt64)
 	for range n {
@@ -102,18 +101,12 @@ func (l *standingLanes) work() {
 // the lanes are stopped.
 func (l *standingLanes) next() (j job, ok bool) {
 	poll := func() bool {
-		if l.quitting.Load() {
-			return true
-		}
-		if j = l.board.take(); j != nil {
-			ok = true
-			return true
-		}
-		return false
+		j = l.take()
+		return j != nil || l.quitting.Load()
 	}
 	for {
 		if spinUntil(poll, l.spinFor()) {
-			return j, ok
+			return j, j != nil
 		}
 		if testHookBeforeSleep != nil {
 			testHookBeforeSleep()
@@ -121,21 +114,14 @@ func (l *standingLanes) next() (j job, ok bool) {
 		// Counted as asleep before the last look at the board: an offer published after that look
 		// sees the count and wakes a lane.
 		l.sleeping.Add(1)
-		if poll() {
-			l.sleeping.Add(-1)
-			return j, ok
-		}
-		woken := false
-		select {
-		case <-l.wake:
-			woken = true
-		case <-l.quit:
+		found := poll()
+		if !found {
+			<-l.wake // the offer may be taken already: look again
 		}
 		l.sleeping.Add(-1)
-		if !woken {
-			return nil, false
+		if found {
+			return j, j != nil
 		}
-		// The offer that woke this lane may be taken already: look again.
 	}
 }
 
@@ -148,7 +134,7 @@ var testHookBeforeSleep func()
 // alone. The board replaced a channel of offers, whose lock the spinning lanes contended for: an
 // uploaded frame moved faster by more than a second mechanism's margin (BenchmarkFrameStream).
 func (l *standingLanes) offer(j job, n int) {
-	if n <= 0 || !l.board.put(j, n) {
+	if n <= 0 || !l.put(j, n) {
 		return
 	}
 	for range min(n, int(l.sleeping.Load())) {
@@ -206,7 +192,8 @@ func (b *offerBoard) take() job {
 	return nil
 }
 
-// withdraw frees the slot of j's offer, if it is still on the board.
+// withdraw frees the slot of j's offer, if it is still on the board: once j is closed to lanes, so
+// that only live offers hold slots.
 func (b *offerBoard) withdraw(j job) {
 	for i := range b.slots {
 		if o := b.slots[i].Load(); o != nil && o.j == j {
@@ -215,14 +202,10 @@ func (b *offerBoard) withdraw(j job) {
 	}
 }
 
-// withdraw takes j's offer off the board once j is closed to lanes, so that only live offers hold
-// slots.
-func (l *standingLanes) withdraw(j job) { l.board.withdraw(j) }
-
 // stop ends the lanes and waits for them; transfers must be over.
 func (l *standingLanes) stop() {
 	l.quitting.Store(true)
-	close(l.quit)
+	close(l.wake)
 	l.wg.Wait()
 }
 

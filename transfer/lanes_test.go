@@ -58,10 +58,10 @@ func TestLanesStaleOffer(t *testing.T) {
 	r.closed = true
 	l.offer(r, 2)
 	deadline := time.Now().Add(5 * time.Second)
-	for !l.board.empty() && time.Now().Before(deadline) {
+	for !l.empty() && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if !l.board.empty() {
+	if !l.empty() {
 		t.Fatal("offers not taken")
 	}
 	// More offers than the queue holds do not block.
