@@ -8,15 +8,11 @@ import (
 	"github.com/pinpool/pinpool"
 )
 
-// The cooperative mode (see mode). Its chunks are issued in order, each by one goroutine under the
-// issue lock, and waited for by one:
-//
-//   - host to device, the lane that copies the last stripe of a chunk issues the chunk's copy; when
-//     the lanes are done, the caller waits for the chunks' events;
-//   - device to host, the caller issues every chunk's copy first; a lane waits for the chunk of the
-//     stripe it claimed itself (the first to come waits for its event, the others for that one), so
-//     that no lane waits for a goroutine busy elsewhere. The caller waiting for the chunks in order
-//     made a paced stream's downloads slower (scripts/ref/paced.cpp, settle).
+// The cooperative mode (see mode). Each chunk's copy is issued by one goroutine under the issue
+// lock: host to device, the lane that copies the chunk's last stripe, and the caller waits for the
+// events once the lanes are done; device to host, the caller, every chunk first, and the first lane
+// to need a chunk waits for its event, the others for that lane. The caller waiting for the chunks
+// in order before the copy-out made a paced stream's downloads slower (BenchmarkPacedFrames).
 //
 // Device to host, back to back (plan.backToBack), the staging is evicted from the CPU caches after
 // the copy-out. When the transfer is the only one staging in its direction (plan.streamOut), its
@@ -25,11 +21,9 @@ import (
 // back (lastOut). An eviction takes about as long as the copy-out; waiting for it had the caller
 // wait for the last chunk twice (BenchmarkFrameStream, a downloaded frame).
 
-// testHookHandoff, when set (by a test, before the copier starts), runs in a download that may hand
-// off: on its caller before the caller's own lane (caller true), and on each joined lane after its
-// stripes, before it counts itself out as an owner. A test makes the handoff happen whatever the
-// scheduling by holding the caller until a lane has joined and the lanes until the caller has
-// closed the transfer.
+// testHookHandoff, set by a test before the copier starts, runs in a download that may hand off: on
+// its caller before its own lane (caller true), and on each joined lane after its stripes, before
+// it counts itself out as an owner; so a test makes the handoff happen whatever the scheduling.
 var testHookHandoff func(r *coopRun, caller bool)
 
 // coopRun is the shared state of one cooperative transfer.
@@ -47,9 +41,8 @@ type coopRun struct {
 	next    atomic.Int64     // next stripe to claim
 	issued  atomic.Int64     // bytes issued
 
-	// The handoff (see above, plan.handoff): the stripes copied out, the caller and the joined
-	// lanes still at work (lastOut is the last one's), and the caller's stripes, for lastOut to
-	// evict.
+	// The handoff (see above): the stripes copied out, the caller and the joined lanes still at
+	// work (the last one runs lastOut), and the caller's stripes, for lastOut to evict.
 	copied   atomic.Int64
 	owners   atomic.Int32
 	leftover [][]byte
@@ -85,27 +78,18 @@ func (r *coopRun) take() bool {
 	c, w := r.c, r.c.wins[r.o.dir]
 	for range r.p.buffers {
 		if !w.tryAcquire() {
-			r.giveBack()
+			r.finish() // no copy uses them: the buffers and slots taken go back
 			return false
 		}
 		buf, err := c.pool.TryGet(r.p.buffer)
 		if err != nil {
 			w.release()
-			r.giveBack()
+			r.finish()
 			return false
 		}
 		r.bufs = append(r.bufs, buf)
 	}
 	return true
-}
-
-// giveBack releases the buffers and slots taken (no copy uses them).
-func (r *coopRun) giveBack() {
-	for _, b := range r.bufs {
-		b.Release()
-		r.c.wins[r.o.dir].release()
-	}
-	r.bufs = nil
 }
 
 // staging is the part of the staging buffers that holds bytes [lo, hi) of chunk i.
@@ -202,14 +186,11 @@ func (r *coopRun) finish() {
 // stopped.
 func (r *coopRun) settle(i int) {
 	defer r.state[i].Store(chunkSettled)
-	err := r.evs[i].synchronize()
+	lo, hi := r.p.chunkRange(i)
+	err := r.c.wait(r.evs[i], r.o.dir, PathStaged, lo, hi-lo)
 	if err == nil {
-		r.c.events.put(r.evs[i])
 		return
 	}
-	r.c.events.drop(r.evs[i])
-	lo, hi := r.p.chunkRange(i)
-	err = copyErr(r.o.dir, PathStaged, lo, hi-lo, err)
 	r.mu.Lock()
 	if b := i / r.p.perBuffer; r.retired[b] == nil {
 		r.retired[b] = err

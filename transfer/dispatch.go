@@ -208,7 +208,7 @@ func (c *Copier) segment(ctx context.Context, o op, path Path) error {
 	if err != nil {
 		return err
 	}
-	return c.wait(o, path, ev)
+	return c.wait(ev, o.dir, path, 0, len(o.host))
 }
 
 // Transfer is an asynchronous copy started by ToDeviceAsync or FromDeviceAsync. It is a

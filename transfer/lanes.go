@@ -26,8 +26,7 @@ type standingLanes struct {
 	quitting   atomic.Bool // set by stop
 	wg         sync.WaitGroup
 
-	// The gap rule: transfers running now, when the last one ended, and the gap before the latest
-	// one (nanoseconds since epoch).
+	// The gap rule: transfers running, the last one's end and the latest one's gap (ns since epoch).
 	active  atomic.Int32
 	lastEnd atomic.Int64
 	lastGap atomic.Int64
@@ -69,8 +68,7 @@ func (l *standingLanes) spinFor() time.Duration {
 	return l.spin
 }
 
-// job is a transfer offered to the standing lanes: join runs a lane of it, or nothing once the
-// transfer is closed to lanes.
+// job is a transfer offered to the lanes: join runs a lane of it, or nothing once it is closed.
 type job interface{ join() }
 
 // newStandingLanes starts n lanes that spin for up to spin (none when it is not positive) before
@@ -88,11 +86,7 @@ func newStandingLanes(n int, spin time.Duration) *standingLanes {
 // work runs lanes of the transfers it is offered until stop.
 func (l *standingLanes) work() {
 	debug.SetPanicOnFault(true) // see copyIn
-	for {
-		j, ok := l.next()
-		if !ok {
-			return
-		}
+	for j, ok := l.next(); ok; j, ok = l.next() {
 		j.join()
 	}
 }
@@ -177,16 +171,14 @@ func (b *offerBoard) put(j job, n int) bool {
 // that takes an offer's last lane, or finds it taken, frees its slot.
 func (b *offerBoard) take() job {
 	for i := range b.slots {
-		o := b.slots[i].Load()
-		if o == nil {
-			continue
-		}
-		left := o.left.Add(-1)
-		if left <= 0 {
-			b.slots[i].CompareAndSwap(o, nil)
-		}
-		if left >= 0 {
-			return o.j
+		if o := b.slots[i].Load(); o != nil {
+			left := o.left.Add(-1)
+			if left <= 0 {
+				b.slots[i].CompareAndSwap(o, nil)
+			}
+			if left >= 0 {
+				return o.j
+			}
 		}
 	}
 	return nil
@@ -209,8 +201,7 @@ func (l *standingLanes) stop() {
 	l.wg.Wait()
 }
 
-// runState is what the lanes of one staged transfer share in both modes: the first error, the stop
-// flag, and the standing lanes that joined.
+// runState is what the lanes of a staged transfer share: the first error, the stop, the lanes joined.
 type runState struct {
 	stop atomic.Bool
 
@@ -239,11 +230,10 @@ func (s *runState) fail(err error) {
 // joinLane runs lane on a standing lane, unless the transfer is closed to lanes (the offer is
 // stale).
 func (s *runState) joinLane(lane func()) {
-	if !s.enter(nil) {
-		return
+	if s.enter(nil) {
+		defer s.exit()
+		lane()
 	}
-	defer s.exit()
-	lane()
 }
 
 // enter counts a standing lane into the transfer, unless its caller has closed it to lanes, and
@@ -281,8 +271,7 @@ func (s *runState) endJoins(spin time.Duration) {
 	s.joined.Wait()
 }
 
-// endSpinFor is how long a transfer's caller spins on its lanes' end: endSpin while the lanes spin,
-// else zero.
+// endSpinFor is how long a transfer's caller spins on its lanes' end: endSpin while lanes spin.
 func (l *standingLanes) endSpinFor() time.Duration {
 	if l.spinFor() == 0 {
 		return 0
