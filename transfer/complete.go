@@ -73,21 +73,17 @@ func (e *sourceFault) Unwrap() error { return ErrFileChanged }
 // process. Every other panic goes on.
 func copyIn(dst, src []byte, stream bool) (err error) {
 	defer func() {
-		if r := recover(); r != nil {
-			re, rt := r.(runtime.Error)
-			if !rt {
-				panic(r)
-			}
-			if f, ok := r.(interface{ Addr() uintptr }); ok {
-				err = &sourceFault{f.Addr()}
-				return
-			}
-			// An emulator (qemu-user) reports the fault without its address, as a nil
-			// dereference; only src can fault here, dst being staging the copier holds.
-			if strings.Contains(re.Error(), "invalid memory address") {
-				err = &sourceFault{}
-				return
-			}
+		r := recover()
+		re, rt := r.(runtime.Error)
+		switch f, addr := r.(interface{ Addr() uintptr }); {
+		case r == nil:
+		case rt && addr:
+			err = &sourceFault{f.Addr()}
+		// An emulator (qemu-user) reports the fault without its address, as a nil dereference;
+		// only src can fault here, dst being staging the copier holds.
+		case rt && strings.Contains(re.Error(), "invalid memory address"):
+			err = &sourceFault{}
+		default:
 			panic(r)
 		}
 	}()

@@ -35,7 +35,7 @@ type coopRun struct {
 
 	bufs    []pinpool.Buffer // plan.buffers staging buffers, plan.perBuffer chunks each
 	evs     []event          // per chunk, set once its copy is issued
-	state   []atomic.Int32   // per chunk: chunkIdle, chunkQueued, chunkWaited or chunkSettled
+	state   []atomic.Int32   // per chunk: zero, chunkQueued, chunkWaited or chunkSettled
 	retired []error          // per buffer: the failure of a copy that used it (under mu)
 	left    []atomic.Int32   // host to device: stripes of each chunk not yet copied in
 	next    atomic.Int64     // next stripe to claim
@@ -49,10 +49,9 @@ type coopRun struct {
 	runState
 }
 
-// A chunk's state: not issued, issued, being waited for by one goroutine, completed (or failed).
+// A chunk's state after not issued (zero): issued, waited for by one goroutine, completed or failed.
 const (
-	chunkIdle int32 = iota
-	chunkQueued
+	chunkQueued int32 = iota + 1
 	chunkWaited
 	chunkSettled
 )
@@ -103,8 +102,7 @@ func (r *coopRun) staging(i, lo, hi int) []byte {
 // every issued copy and gives back the staging.
 func (r *coopRun) run() {
 	c, o, p := r.c, r.o, r.p
-	// Offered first, so that sleeping lanes wake while the copies are issued, unless they are awake
-	// (plan.backToBack).
+	// Lanes asleep are offered the transfer first, to wake while the copies are issued (backToBack).
 	if !p.backToBack {
 		c.lanes[o.dir].offer(r, p.lanes-1)
 	}
@@ -139,8 +137,7 @@ func (r *coopRun) run() {
 // return. Stopped, or with stripes still being copied (a lane that lost its processor), it reports
 // false, and the caller waits for the lanes, asleep after the same spin, and finishes as usual.
 func (r *coopRun) handOff(spin time.Duration) bool {
-	stripes := int64(r.p.stripes)
-	if !spinUntil(func() bool { return r.copied.Load() == stripes || r.stop.Load() }, spin) || r.stop.Load() {
+	if !spinUntil(func() bool { return r.copied.Load() == int64(r.p.stripes) || r.stop.Load() }, spin) || r.stop.Load() {
 		return false
 	}
 	r.mu.Lock()

@@ -9,11 +9,10 @@ import (
 	"time"
 )
 
-// A lane is a goroutine working on one staged transfer: its caller, and up to plan.lanes-1 standing
-// lanes it offers the transfer to. Waking a sleeping lane costs a thread wake-up, a large part of a
-// small transfer's time; a spinning lane joins at once but burns its processor. So a lane spins for
-// Options.LaneSpin before it sleeps, but only after a transfer that followed the one before within
-// LaneSpin (the gap rule): back-to-back transfers keep the lanes awake, a paced stream pays no spin.
+// Waking a sleeping lane costs a thread wake-up, a large part of a small transfer's time; a
+// spinning one joins at once but burns its processor. So a lane spins for Options.LaneSpin before
+// it sleeps, but only after a transfer that came within LaneSpin of the one before (the gap rule):
+// back-to-back transfers keep the lanes awake, a paced stream pays no spin.
 
 // standingLanes are Lanes-1 goroutines that join staged transfers of one direction; each direction
 // has its own set (Copier.lanes), so that a transfer neither waits for lanes busy the other way nor
@@ -26,7 +25,7 @@ type standingLanes struct {
 	quitting   atomic.Bool // set by stop
 	wg         sync.WaitGroup
 
-	// The gap rule: transfers running, the last one's end and the latest one's gap (ns since epoch).
+	// The gap rule: transfers running, the last one's end, the latest one's gap (ns since epoch).
 	active  atomic.Int32
 	lastEnd atomic.Int64
 	lastGap atomic.Int64
@@ -74,7 +73,7 @@ type job interface{ join() }
 // newStandingLanes starts n lanes that spin for up to spin (none when it is not positive) before
 // they sleep.
 func newStandingLanes(n int, spin time.Duration) *standingLanes {
-	l := &standingLanes{offerBoard: newOfferBoard(n), wake: make(chan struct{}, max(n, 1)), spin: spin}
+	l := &standingLanes{offerBoard: offerBoard{make([]atomic.Pointer[boardOffer], max(n, 1))}, wake: make(chan struct{}, max(n, 1)), spin: spin}
 	l.lastEnd.Store(math.MinInt64 / 2) // no transfer yet: an endless gap
 	l.lastGap.Store(math.MaxInt64)
 	for range n {
@@ -146,10 +145,6 @@ type offerBoard struct {
 	slots []atomic.Pointer[boardOffer]
 }
 
-func newOfferBoard(lanes int) offerBoard {
-	return offerBoard{slots: make([]atomic.Pointer[boardOffer], max(lanes, 1))}
-}
-
 type boardOffer struct {
 	j    job
 	left atomic.Int32
@@ -201,7 +196,7 @@ func (l *standingLanes) stop() {
 	l.wg.Wait()
 }
 
-// runState is what the lanes of a staged transfer share: the first error, the stop, the lanes joined.
+// runState is what a staged transfer's lanes share: the first error, the stop, the lanes joined.
 type runState struct {
 	stop atomic.Bool
 
@@ -227,8 +222,7 @@ func (s *runState) fail(err error) {
 	s.stop.Store(true)
 }
 
-// joinLane runs lane on a standing lane, unless the transfer is closed to lanes (the offer is
-// stale).
+// joinLane runs lane on a standing lane, unless the transfer is closed to lanes (a stale offer).
 func (s *runState) joinLane(lane func()) {
 	if s.enter(nil) {
 		defer s.exit()
@@ -236,9 +230,8 @@ func (s *runState) joinLane(lane func()) {
 	}
 }
 
-// enter counts a standing lane into the transfer, unless its caller has closed it to lanes, and
-// reports whether it did. owners, when not nil, counts the lane as an owner too, under the same
-// lock as the closing (the handoff, coop.go).
+// enter counts a standing lane in, unless the transfer is closed to lanes, and reports whether it
+// did; owners, when not nil, counts it as an owner too, under the closing's lock (the handoff).
 func (s *runState) enter(owners *atomic.Int32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -259,8 +252,7 @@ func (s *runState) exit() {
 	s.joined.Done()
 }
 
-// endJoins closes the transfer to lanes and waits for those that joined, spinning for up to spin
-// before it sleeps.
+// endJoins closes the transfer to lanes and waits for those that joined, spinning up to spin first.
 func (s *runState) endJoins(spin time.Duration) {
 	s.mu.Lock()
 	s.closed = true

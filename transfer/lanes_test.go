@@ -293,7 +293,7 @@ func (m *markJob) join() {
 // offers put and taken from many goroutines at once are each taken
 // exactly as often as they asked, never more.
 func TestOfferBoard(t *testing.T) {
-	b := newOfferBoard(4)
+	b := offerBoard{make([]atomic.Pointer[boardOffer], 4)}
 	j := &markJob{}
 	if !b.put(j, 3) {
 		t.Fatal("put on an empty board failed")
