@@ -216,13 +216,14 @@ func TestLanesAsleep(t *testing.T) {
 	never.leave()
 }
 
-// TestLanesHalfWhenAsleep checks the rule end to end on the fake device: a
+// TestLanesFewWhenAsleep checks the rule end to end on the fake device: a
 // cooperative transfer after a pause longer than LaneSpin, either way, runs
-// on at most half the lanes (how many join of those offered depends on the
-// scheduler; more than offered never do), while the plan of the same
+// on at most tuning.coldLanes lanes (how many join of those offered depends
+// on the scheduler; more than offered never do), while the plan of the same
 // transfer back to back offers all of them; every byte arrives.
-func TestLanesHalfWhenAsleep(t *testing.T) {
+func TestLanesFewWhenAsleep(t *testing.T) {
 	const lanes = 8
+	cold := defaultTuning().coldLanes
 	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 32 * testChunk, Lanes: lanes, DirectBelow: -1, LaneSpin: 20 * time.Millisecond})
 	e.d.latency.Store(int64(50 * time.Microsecond))
 	n := 16 * testChunk // 16 stripes
@@ -231,9 +232,9 @@ func TestLanesHalfWhenAsleep(t *testing.T) {
 		asleep bool
 		want   int
 	}{
-		{HostToDevice, true, lanes / 2},
+		{HostToDevice, true, cold},
 		{HostToDevice, false, lanes},
-		{DeviceToHost, true, lanes / 2},
+		{DeviceToHost, true, cold},
 		{DeviceToHost, false, lanes},
 	} {
 		if p := planStaging(n, tc.dir, 1, tc.asleep, e.c.opt, e.c.tune); p.mode != cooperative || p.lanes != tc.want {
@@ -248,8 +249,8 @@ func TestLanesHalfWhenAsleep(t *testing.T) {
 		if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.c.stats.lanes.Load() - before; got > lanes/2 {
-			t.Errorf("after a pause: %d lanes ran, want at most %d", got, lanes/2)
+		if got := e.c.stats.lanes.Load() - before; got > uint64(cold) {
+			t.Errorf("after a pause: %d lanes ran, want at most %d", got, cold)
 		}
 		sameBytes(t, "device", e.devBytes(dev, n), src)
 		time.Sleep(60 * time.Millisecond)
@@ -258,8 +259,8 @@ func TestLanesHalfWhenAsleep(t *testing.T) {
 		if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.c.stats.lanes.Load() - before; got > lanes/2 {
-			t.Errorf("a download after a pause: %d lanes ran, want at most %d", got, lanes/2)
+		if got := e.c.stats.lanes.Load() - before; got > uint64(cold) {
+			t.Errorf("a download after a pause: %d lanes ran, want at most %d", got, cold)
 		}
 		sameBytes(t, "back", back, src)
 	}
