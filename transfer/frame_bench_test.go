@@ -26,7 +26,7 @@ type namedCopier struct {
 func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
 	opt := Options{DirectBelow: -1, Prewarm: true}
 	allLanes := defaultTuning()
-	allLanes.coldLanes = 0
+	allLanes.coldLanes = [2]int{}
 	handoffOff := defaultTuning()
 	handoffOff.handoff = false
 	return []namedCopier{
@@ -63,7 +63,7 @@ func (g *gpu) tunedCopier(tb testing.TB, opt Options, tu tuning) *Copier {
 var frameWays = []frameWay{
 	{name: "driver"},
 	{name: "copier=default", copier: tunedFrameCopier(Options{}, nil)},
-	{name: "copier=all-lanes-asleep", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coldLanes = 0 })},
+	{name: "copier=all-lanes-asleep", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coldLanes = [2]int{} })},
 	{name: "copier=chunked-only", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coopShare = [2]int{} })},
 	{name: "copier=lanes-2", copier: tunedFrameCopier(Options{Lanes: 2}, nil)},
 	{name: "copier=handoff-off", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.handoff = false })},

@@ -218,7 +218,7 @@ func TestLanesAsleep(t *testing.T) {
 
 // TestLanesFewWhenAsleep checks the rule end to end on the fake device: a
 // cooperative transfer after a pause longer than LaneSpin, either way, runs
-// on at most tuning.coldLanes lanes (how many join of those offered depends
+// on at most its direction's tuning.coldLanes (how many join of those offered depends
 // on the scheduler; more than offered never do), while the plan of the same
 // transfer back to back offers all of them; every byte arrives.
 func TestLanesFewWhenAsleep(t *testing.T) {
@@ -232,9 +232,9 @@ func TestLanesFewWhenAsleep(t *testing.T) {
 		asleep bool
 		want   int
 	}{
-		{HostToDevice, true, cold},
+		{HostToDevice, true, cold[HostToDevice]},
 		{HostToDevice, false, lanes},
-		{DeviceToHost, true, cold},
+		{DeviceToHost, true, cold[DeviceToHost]},
 		{DeviceToHost, false, lanes},
 	} {
 		if p := planStaging(n, tc.dir, 1, tc.asleep, e.c.opt, e.c.tune); p.mode != cooperative || p.lanes != tc.want {
@@ -249,8 +249,8 @@ func TestLanesFewWhenAsleep(t *testing.T) {
 		if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.c.stats.lanes.Load() - before; got > uint64(cold) {
-			t.Errorf("after a pause: %d lanes ran, want at most %d", got, cold)
+		if got := e.c.stats.lanes.Load() - before; got > uint64(cold[HostToDevice]) {
+			t.Errorf("after a pause: %d lanes ran, want at most %d", got, cold[HostToDevice])
 		}
 		sameBytes(t, "device", e.devBytes(dev, n), src)
 		time.Sleep(60 * time.Millisecond)
@@ -259,8 +259,8 @@ func TestLanesFewWhenAsleep(t *testing.T) {
 		if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.c.stats.lanes.Load() - before; got > uint64(cold) {
-			t.Errorf("a download after a pause: %d lanes ran, want at most %d", got, cold)
+		if got := e.c.stats.lanes.Load() - before; got > uint64(cold[DeviceToHost]) {
+			t.Errorf("a download after a pause: %d lanes ran, want at most %d", got, cold[DeviceToHost])
 		}
 		sameBytes(t, "back", back, src)
 	}
