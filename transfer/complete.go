@@ -7,16 +7,15 @@ import (
 )
 
 // Step 5 of a transfer: complete. A copy is complete when the event issued after it has completed:
-// only then may its staging go back and device-to-host bytes be copied out of it. Beside wait, here
-// are the CPU copies into and out of staging; the staged modes complete their own chunks
-// (chunkedRun.complete, coopRun.finish).
+// only then may its staging go back and its downloaded bytes be copied out. Here are wait and the
+// CPU copies into and out of staging; the staged modes complete their own chunks.
 
-// wait waits for the event of a transfer's copy of pinned memory and gives it back (destroys it
-// after a failure).
-func (c *Copier) wait(o op, path Path, ev event) error {
+// wait waits for ev, recorded after a copy of n bytes at offset off of a transfer, and gives it
+// back; after a failure it destroys ev and returns the copy's error.
+func (c *Copier) wait(ev event, d Direction, path Path, off, n int) error {
 	if err := ev.synchronize(); err != nil {
 		c.events.drop(ev)
-		return copyErr(o.dir, path, 0, len(o.host), err)
+		return copyErr(d, path, off, n, err)
 	}
 	c.events.put(ev)
 	return nil
@@ -69,26 +68,22 @@ func (e *sourceFault) Error() string {
 func (e *sourceFault) Unwrap() error { return ErrFileChanged }
 
 // copyIn copies host-to-device bytes from src into staging dst, with streaming stores when stream
-// (see copyBytes), and turns a page fault in src into a *sourceFault: the standing lanes and a
-// staged transfer's caller run with debug.SetPanicOnFault, so that a mapped file truncated meanwhile
-// ends the transfer with an error instead of the process. Every other panic goes on.
+// (see copyBytes), and turns a page fault in src into a *sourceFault: the lanes run with
+// debug.SetPanicOnFault, so that a mapped file truncated meanwhile ends the transfer, not the
+// process. Every other panic goes on.
 func copyIn(dst, src []byte, stream bool) (err error) {
 	defer func() {
-		if r := recover(); r != nil {
-			re, rt := r.(runtime.Error)
-			if !rt {
-				panic(r)
-			}
-			if f, ok := r.(interface{ Addr() uintptr }); ok {
-				err = &sourceFault{f.Addr()}
-				return
-			}
-			// An emulator (qemu-user) reports the fault without its address, as a nil
-			// dereference; only src can fault here, dst being staging the copier holds.
-			if strings.Contains(re.Error(), "invalid memory address") {
-				err = &sourceFault{}
-				return
-			}
+		r := recover()
+		re, rt := r.(runtime.Error)
+		switch f, addr := r.(interface{ Addr() uintptr }); {
+		case r == nil:
+		case rt && addr:
+			err = &sourceFault{f.Addr()}
+		// An emulator (qemu-user) reports the fault without its address, as a nil dereference;
+		// only src can fault here, dst being staging the copier holds.
+		case rt && strings.Contains(re.Error(), "invalid memory address"):
+			err = &sourceFault{}
+		default:
 			panic(r)
 		}
 	}()

@@ -8,13 +8,11 @@ import (
 	"github.com/pinpool/pinpool"
 )
 
-// The cooperative mode (see mode). Its chunks are issued in order, each by one goroutine under the
-// issue lock, and waited for by one:
-//
-//   - host to device, the lane that copies the last stripe of a chunk issues the chunk's copy; when
-//     the lanes are done, the caller waits for the chunks' events;
-//   - device to host, the caller issues every chunk's copy first, then waits for them in order and
-//     announces each one as it lands; the lanes copy each chunk's stripes out once it is announced.
+// The cooperative mode (see mode). Each chunk's copy is issued by one goroutine under the issue
+// lock: host to device, the lane that copies the chunk's last stripe, and the caller waits for the
+// events once the lanes are done; device to host, the caller, every chunk first, and the first lane
+// to need a chunk waits for its event, the others for that lane. The caller waiting for the chunks
+// in order before the copy-out made a paced stream's downloads slower (BenchmarkPacedFrames).
 //
 // Device to host, back to back (plan.backToBack), the staging is evicted from the CPU caches after
 // the copy-out. When the transfer is the only one staging in its direction (plan.streamOut), its
@@ -23,11 +21,9 @@ import (
 // back (lastOut). An eviction takes about as long as the copy-out; waiting for it had the caller
 // wait for the last chunk twice (BenchmarkFrameStream, a downloaded frame).
 
-// testHookHandoff, when set (by a test, before the copier starts), runs in a download that may hand
-// off: on its caller before the caller's own lane (caller true), and on each joined lane after its
-// stripes, before it counts itself out as an owner. A test makes the handoff happen whatever the
-// scheduling by holding the caller until a lane has joined and the lanes until the caller has
-// closed the transfer.
+// testHookHandoff, set by a test before the copier starts, runs in a download that may hand off: on
+// its caller before its own lane (caller true), and on each joined lane after its stripes, before
+// it counts itself out as an owner; so a test makes the handoff happen whatever the scheduling.
 var testHookHandoff func(r *coopRun, caller bool)
 
 // coopRun is the shared state of one cooperative transfer.
@@ -37,29 +33,33 @@ type coopRun struct {
 	o   op
 	p   plan
 
-	bufs   []pinpool.Buffer // plan.buffers staging buffers, plan.perBuffer chunks each
-	evs    []event          // per chunk, set once its copy is issued
-	queued []bool           // per chunk: its copy was issued (under mu)
-	// per buffer: the failure of a copy that used it (the caller's only)
-	retired []error
-	left    []atomic.Int32 // host to device: stripes of each chunk not yet copied in
-	next    atomic.Int64   // next stripe to claim
-	landed  atomic.Int64   // device to host: chunks whose copy has completed
-	issued  atomic.Int64   // bytes issued
+	bufs    []pinpool.Buffer // plan.buffers staging buffers, plan.perBuffer chunks each
+	evs     []event          // per chunk, set once its copy is issued
+	state   []atomic.Int32   // per chunk: zero, chunkQueued, chunkWaited or chunkSettled
+	retired []error          // per buffer: the failure of a copy that used it (under mu)
+	left    []atomic.Int32   // host to device: stripes of each chunk not yet copied in
+	next    atomic.Int64     // next stripe to claim
+	issued  atomic.Int64     // bytes issued
 
-	// The handoff (see above, plan.handoff): the stripes copied out, the caller and the joined
-	// lanes still at work (lastOut is the last one's), and the caller's stripes, for lastOut to
-	// evict.
+	// The handoff (see above): the stripes copied out, the caller and the joined lanes still at
+	// work (the last one runs lastOut), and the caller's stripes, for lastOut to evict.
 	copied   atomic.Int64
 	owners   atomic.Int32
 	leftover [][]byte
 	runState
 }
 
+// A chunk's state after not issued (zero): issued, waited for by one goroutine, completed or failed.
+const (
+	chunkQueued int32 = iota + 1
+	chunkWaited
+	chunkSettled
+)
+
 // coop runs o cooperatively by plan p and reports true, or reports false, having done nothing, when
 // the window or the pool cannot give it all its staging at once.
 func (c *Copier) coop(ctx context.Context, o op, p plan) (bool, error) {
-	r := &coopRun{c: c, ctx: ctx, o: o, p: p, evs: make([]event, p.chunks), queued: make([]bool, p.chunks), retired: make([]error, p.buffers), left: make([]atomic.Int32, p.chunks)}
+	r := &coopRun{c: c, ctx: ctx, o: o, p: p, evs: make([]event, p.chunks), state: make([]atomic.Int32, p.chunks), retired: make([]error, p.buffers), left: make([]atomic.Int32, p.chunks)}
 	if !r.take() {
 		return false, nil
 	}
@@ -77,27 +77,18 @@ func (r *coopRun) take() bool {
 	c, w := r.c, r.c.wins[r.o.dir]
 	for range r.p.buffers {
 		if !w.tryAcquire() {
-			r.giveBack()
+			r.finish() // no copy uses them: the buffers and slots taken go back
 			return false
 		}
 		buf, err := c.pool.TryGet(r.p.buffer)
 		if err != nil {
 			w.release()
-			r.giveBack()
+			r.finish()
 			return false
 		}
 		r.bufs = append(r.bufs, buf)
 	}
 	return true
-}
-
-// giveBack releases the buffers and slots taken (no copy uses them).
-func (r *coopRun) giveBack() {
-	for _, b := range r.bufs {
-		b.Release()
-		r.c.wins[r.o.dir].release()
-	}
-	r.bufs = nil
 }
 
 // staging is the part of the staging buffers that holds bytes [lo, hi) of chunk i.
@@ -111,8 +102,7 @@ func (r *coopRun) staging(i, lo, hi int) []byte {
 // every issued copy and gives back the staging.
 func (r *coopRun) run() {
 	c, o, p := r.c, r.o, r.p
-	// Offered first, so that sleeping lanes wake while the copies are issued, unless they are awake
-	// (plan.backToBack).
+	// Lanes asleep are offered the transfer first, to wake while the copies are issued (backToBack).
 	if !p.backToBack {
 		c.lanes[o.dir].offer(r, p.lanes-1)
 	}
@@ -128,38 +118,17 @@ func (r *coopRun) run() {
 	if p.backToBack {
 		c.lanes[o.dir].offer(r, p.lanes-1)
 	}
-	// Chunks before settled have completed; failed is the chunk whose copy failed, its event
-	// destroyed.
-	settled, failed := 0, -1
-	if o.dir == DeviceToHost {
-		for i := range p.chunks {
-			if !r.queued[i] || r.stop.Load() {
-				break
-			}
-			if err := r.settle(i); err != nil {
-				r.fail(err)
-				failed = i
-				break
-			}
-			settled++
-			r.landed.Add(1)
-		}
-		r.landed.Store(int64(p.chunks) + 1) // wake any lane still waiting: done or failed
-	}
 	if p.handoff && testHookHandoff != nil {
 		testHookHandoff(r, true)
 	}
 	r.laneOf(true)
 	c.lanes[o.dir].withdraw(r) // every stripe is claimed: no lane need join now
 	spin := c.lanes[o.dir].endSpinFor()
-	if p.handoff && failed < 0 && r.handOff(spin) {
+	if p.handoff && r.handOff(spin) {
 		return
 	}
 	r.endJoins(spin)
-	for _, b := range r.leftover { // the handoff did not happen
-		evictBytes(b)
-	}
-	r.finish(settled, failed)
+	r.lastOut() // the handoff did not happen
 }
 
 // handOff spins, after the caller's own lane, for up to spin until every stripe is copied out.
@@ -168,8 +137,7 @@ func (r *coopRun) run() {
 // return. Stopped, or with stripes still being copied (a lane that lost its processor), it reports
 // false, and the caller waits for the lanes, asleep after the same spin, and finishes as usual.
 func (r *coopRun) handOff(spin time.Duration) bool {
-	stripes := int64(r.p.stripes)
-	if !spinUntil(func() bool { return r.copied.Load() == stripes || r.stop.Load() }, spin) || r.stop.Load() {
+	if !spinUntil(func() bool { return r.copied.Load() == int64(r.p.stripes) || r.stop.Load() }, spin) || r.stop.Load() {
 		return false
 	}
 	r.mu.Lock()
@@ -181,26 +149,23 @@ func (r *coopRun) handOff(spin time.Duration) bool {
 	return true
 }
 
-// lastOut evicts the caller's stripes and gives back the staging: the work of the last of a
-// back-to-back download's goroutines to finish, every copy having landed and every stripe been
-// copied out.
+// lastOut evicts the caller's stripes and gives back the staging: the work of the last of the
+// transfer's goroutines to finish.
 func (r *coopRun) lastOut() {
 	for _, b := range r.leftover {
 		evictBytes(b)
 	}
-	r.finish(r.p.chunks, -1)
+	r.finish()
 }
 
-// finish waits for every chunk whose copy was issued and is not settled yet, then gives back the
-// events, the buffers and the window slots. A buffer that held a failed copy is retired (released
-// with a failed fence, so that the pool never reuses it), once no copy of its other chunks runs.
-func (r *coopRun) finish(settled, failed int) {
+// finish waits for every chunk whose copy was issued and that no lane waited for, then gives back
+// the buffers and the window slots. A buffer that held a failed copy is retired (released with a
+// failed fence, so that the pool never reuses it), once no copy of its other chunks runs.
+func (r *coopRun) finish() {
 	c := r.c
 	for i := range r.p.chunks {
-		if i >= settled && i != failed && r.queued[i] {
-			if err := r.settle(i); err != nil {
-				r.fail(err)
-			}
+		if r.state[i].Load() == chunkQueued {
+			r.settle(i)
 		}
 	}
 	for b, buf := range r.bufs {
@@ -213,21 +178,36 @@ func (r *coopRun) finish(settled, failed int) {
 	}
 }
 
-// settle waits for chunk i's copy and gives its event back. When the copy failed, the event is
-// destroyed and the chunk's buffer marked for retirement.
-func (r *coopRun) settle(i int) error {
-	err := r.evs[i].synchronize()
-	if err == nil {
-		r.c.events.put(r.evs[i])
-		return nil
-	}
-	r.c.events.drop(r.evs[i])
+// settle waits for chunk i's copy, gives its event back and marks the chunk settled. When the copy
+// failed, the event is destroyed, the chunk's buffer marked for retirement and the transfer
+// stopped.
+func (r *coopRun) settle(i int) {
+	defer r.state[i].Store(chunkSettled)
 	lo, hi := r.p.chunkRange(i)
-	err = copyErr(r.o.dir, PathStaged, lo, hi-lo, err)
+	err := r.c.wait(r.evs[i], r.o.dir, PathStaged, lo, hi-lo)
+	if err == nil {
+		return
+	}
+	r.mu.Lock()
 	if b := i / r.p.perBuffer; r.retired[b] == nil {
 		r.retired[b] = err
 	}
-	return err
+	r.mu.Unlock()
+	r.fail(err)
+}
+
+// await waits until chunk i's copy has landed, waiting for its event itself when no other lane
+// does, and reports false when the transfer stopped meanwhile.
+func (r *coopRun) await(i int) bool {
+	spinUntil(func() bool {
+		s := r.state[i].Load()
+		if s == chunkQueued && r.state[i].CompareAndSwap(chunkQueued, chunkWaited) {
+			r.settle(i)
+			return true
+		}
+		return s == chunkSettled || r.stop.Load()
+	}, -1)
+	return !r.stop.Load()
 }
 
 // queue issues chunk i's copy and its event; the caller holds the issue lock. It reports false
@@ -240,9 +220,8 @@ func (r *coopRun) queue(i int) bool {
 		r.fail(err)
 		return false
 	}
-	r.mu.Lock()
-	r.evs[i], r.queued[i] = ev, true
-	r.mu.Unlock()
+	r.evs[i] = ev
+	r.state[i].Store(chunkQueued)
 	r.issued.Add(int64(hi - lo))
 	c.stats.chunks.Add(1)
 	return true
@@ -267,8 +246,6 @@ func (r *coopRun) laneOf(caller bool) {
 		i, lo, hi := r.p.stripeRange(s)
 		b := r.staging(i, lo, hi)
 		if o.dir == HostToDevice {
-			// Streaming stores: the DMA reads this chunk right away, and reads memory still in the
-			// cores' caches far slower.
 			if err := copyIn(b, o.host[lo:hi], true); err != nil {
 				r.fail(err)
 				return
@@ -280,40 +257,28 @@ func (r *coopRun) laneOf(caller bool) {
 			}
 			continue
 		}
-		spinUntil(func() bool { return r.landed.Load() > int64(i) }, -1)
-		if r.stop.Load() {
+		if !r.await(i) {
 			return
 		}
 		copyOut(o.host[lo:hi], b, r.p.streamOut)
-		if !r.p.backToBack {
-			continue
-		}
-		if !r.p.handoff {
-			evictBytes(b)
-			continue
-		}
-		r.copied.Add(1)
-		if caller {
+		r.copied.Add(1) // before the eviction, which the caller of a handoff does not wait for
+		if r.p.handoff && caller {
 			r.leftover = append(r.leftover, b)
-		} else {
+		} else if r.p.backToBack {
 			evictBytes(b)
 		}
 	}
 }
 
-// join runs a lane of r on a standing lane. In a handoff, the lane is one of the transfer's owners:
-// the last owner to finish gives back the staging.
+// join runs a lane of r on a standing lane. The lane is one of the transfer's owners: in a handoff,
+// the last owner to finish gives back the staging (without one, the caller stays an owner).
 func (r *coopRun) join() {
-	if !r.p.handoff {
-		r.joinLane(func() { r.laneOf(false) })
-		return
-	}
 	if !r.enter(&r.owners) {
 		return
 	}
 	r.laneOf(false)
 	r.exit()
-	if testHookHandoff != nil {
+	if r.p.handoff && testHookHandoff != nil {
 		testHookHandoff(r, false)
 	}
 	if r.owners.Add(-1) == 0 {

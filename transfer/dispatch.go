@@ -208,7 +208,7 @@ func (c *Copier) segment(ctx context.Context, o op, path Path) error {
 	if err != nil {
 		return err
 	}
-	return c.wait(o, path, ev)
+	return c.wait(ev, o.dir, path, 0, len(o.host))
 }
 
 // Transfer is an asynchronous copy started by ToDeviceAsync or FromDeviceAsync. It is a
@@ -262,8 +262,7 @@ func (c *Copier) FromDeviceAsync(ctx context.Context, dst []byte, src cuda.Devic
 
 func (c *Copier) startAsync(ctx context.Context, o op) *Transfer {
 	t := &Transfer{dir: o.dir, n: len(o.host), done: make(chan struct{})}
-	if err := c.begin(); err != nil {
-		t.err = err
+	if t.err = c.begin(); t.err != nil {
 		close(t.done)
 		return t
 	}

@@ -26,7 +26,7 @@ type namedCopier struct {
 func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
 	opt := Options{DirectBelow: -1, Prewarm: true}
 	allLanes := defaultTuning()
-	allLanes.coldShare = 0
+	allLanes.coldLanes = [2]int{}
 	handoffOff := defaultTuning()
 	handoffOff.handoff = false
 	return []namedCopier{
@@ -56,14 +56,14 @@ func (g *gpu) tunedCopier(tb testing.TB, opt Options, tu tuning) *Copier {
 
 // frameWays are the ways BenchmarkFrameStream and BenchmarkPacedFrames
 // compare: the driver's copy, the default copier, one that wakes all its
-// lanes for a frame that finds them asleep (tuning.coldShare off), one in
+// lanes for a frame that finds them asleep (tuning.coldLanes off), one in
 // the chunked mode only, a copier of 2 lanes, one whose downloads do not
 // hand off (tuning.handoff off), and (BenchmarkFrameStream only) one that
 // never spins.
 var frameWays = []frameWay{
 	{name: "driver"},
 	{name: "copier=default", copier: tunedFrameCopier(Options{}, nil)},
-	{name: "copier=all-lanes-asleep", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coldShare = 0 })},
+	{name: "copier=all-lanes-asleep", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coldLanes = [2]int{} })},
 	{name: "copier=chunked-only", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coopShare = [2]int{} })},
 	{name: "copier=lanes-2", copier: tunedFrameCopier(Options{Lanes: 2}, nil)},
 	{name: "copier=handoff-off", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.handoff = false })},

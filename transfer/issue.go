@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sync"
@@ -45,9 +46,7 @@ func (c *Copier) issue(s stream, o op, path Path, off int, host []byte) (_ event
 // Each direction has its own (BenchmarkBothWays).
 type issueLock struct{ held atomic.Bool }
 
-func (l *issueLock) lock() {
-	spinUntil(func() bool { return l.held.CompareAndSwap(false, true) }, -1)
-}
+func (l *issueLock) lock() { spinUntil(func() bool { return l.held.CompareAndSwap(false, true) }, -1) }
 
 func (l *issueLock) unlock() { l.held.Store(false) }
 
@@ -98,9 +97,7 @@ func (p *events) close() error {
 	p.mu.Unlock()
 	var first error
 	for _, e := range free {
-		if err := e.destroy(); err != nil && first == nil {
-			first = err
-		}
+		first = cmp.Or(first, e.destroy())
 	}
 	return first
 }

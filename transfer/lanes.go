@@ -9,26 +9,23 @@ import (
 	"time"
 )
 
-// A lane is a goroutine working on one staged transfer: its caller, and up to plan.lanes-1 standing
-// lanes it offers the transfer to. Waking a sleeping lane costs a thread wake-up, a large part of a
-// small transfer's time; a spinning lane joins at once but burns its processor. So a lane spins for
-// Options.LaneSpin before it sleeps, but only after a transfer that followed the one before within
-// LaneSpin (the gap rule): back-to-back transfers keep the lanes awake, a paced stream pays no spin.
+// Waking a sleeping lane costs a thread wake-up, a large part of a small transfer's time; a
+// spinning one joins at once but burns its processor. So a lane spins for Options.LaneSpin before
+// it sleeps, but only after a transfer that came within LaneSpin of the one before (the gap rule):
+// back-to-back transfers keep the lanes awake, a paced stream pays no spin.
 
 // standingLanes are Lanes-1 goroutines that join staged transfers of one direction; each direction
 // has its own set (Copier.lanes), so that a transfer neither waits for lanes busy the other way nor
 // splits its lanes with it.
 type standingLanes struct {
-	board    offerBoard    // the offers, taken without a lock
-	wake     chan struct{} // a token per sleeping lane an offer needs
-	sleeping atomic.Int32  // lanes asleep in next, or about to be
-	spin     time.Duration
-	quit     chan struct{}
-	quitting atomic.Bool // set before quit is closed, for the spin to look at
-	wg       sync.WaitGroup
+	offerBoard               // the offers, taken without a lock
+	wake       chan struct{} // a token per sleeping lane an offer needs; closed by stop
+	sleeping   atomic.Int32  // lanes asleep in next, or about to be
+	spin       time.Duration
+	quitting   atomic.Bool // set by stop
+	wg         sync.WaitGroup
 
-	// The gap rule: transfers running now, when the last one ended, and the gap before the latest
-	// one (nanoseconds since epoch).
+	// The gap rule: transfers running, the last one's end, the latest one's gap (ns since epoch).
 	active  atomic.Int32
 	lastEnd atomic.Int64
 	lastGap atomic.Int64
@@ -70,14 +67,13 @@ func (l *standingLanes) spinFor() time.Duration {
 	return l.spin
 }
 
-// job is a transfer offered to the standing lanes: join runs a lane of it, or nothing once the
-// transfer is closed to lanes.
+// job is a transfer offered to the lanes: join runs a lane of it, or nothing once it is closed.
 type job interface{ join() }
 
 // newStandingLanes starts n lanes that spin for up to spin (none when it is not positive) before
 // they sleep.
 func newStandingLanes(n int, spin time.Duration) *standingLanes {
-	l := &standingLanes{board: newOfferBoard(n), wake: make(chan struct{}, max(n, 1)), spin: spin, quit: make(chan struct{})}
+	l := &standingLanes{offerBoard: offerBoard{make([]atomic.Pointer[boardOffer], max(n, 1))}, wake: make(chan struct{}, max(n, 1)), spin: spin}
 	l.lastEnd.Store(math.MinInt64 / 2) // no transfer yet: an endless gap
 	l.lastGap.Store(math.MaxInt64)
 	for range n {
@@ -89,11 +85,7 @@ func newStandingLanes(n int, spin time.Duration) *standingLanes {
 // work runs lanes of the transfers it is offered until stop.
 func (l *standingLanes) work() {
 	debug.SetPanicOnFault(true) // see copyIn
-	for {
-		j, ok := l.next()
-		if !ok {
-			return
-		}
+	for j, ok := l.next(); ok; j, ok = l.next() {
 		j.join()
 	}
 }
@@ -102,18 +94,12 @@ func (l *standingLanes) work() {
 // the lanes are stopped.
 func (l *standingLanes) next() (j job, ok bool) {
 	poll := func() bool {
-		if l.quitting.Load() {
-			return true
-		}
-		if j = l.board.take(); j != nil {
-			ok = true
-			return true
-		}
-		return false
+		j = l.take()
+		return j != nil || l.quitting.Load()
 	}
 	for {
 		if spinUntil(poll, l.spinFor()) {
-			return j, ok
+			return j, j != nil
 		}
 		if testHookBeforeSleep != nil {
 			testHookBeforeSleep()
@@ -121,21 +107,14 @@ func (l *standingLanes) next() (j job, ok bool) {
 		// Counted as asleep before the last look at the board: an offer published after that look
 		// sees the count and wakes a lane.
 		l.sleeping.Add(1)
-		if poll() {
-			l.sleeping.Add(-1)
-			return j, ok
-		}
-		woken := false
-		select {
-		case <-l.wake:
-			woken = true
-		case <-l.quit:
+		found := poll()
+		if !found {
+			<-l.wake // the offer may be taken already: look again
 		}
 		l.sleeping.Add(-1)
-		if !woken {
-			return nil, false
+		if found {
+			return j, j != nil
 		}
-		// The offer that woke this lane may be taken already: look again.
 	}
 }
 
@@ -148,7 +127,7 @@ var testHookBeforeSleep func()
 // alone. The board replaced a channel of offers, whose lock the spinning lanes contended for: an
 // uploaded frame moved faster by more than a second mechanism's margin (BenchmarkFrameStream).
 func (l *standingLanes) offer(j job, n int) {
-	if n <= 0 || !l.board.put(j, n) {
+	if n <= 0 || !l.put(j, n) {
 		return
 	}
 	for range min(n, int(l.sleeping.Load())) {
@@ -164,10 +143,6 @@ func (l *standingLanes) offer(j job, n int) {
 // and the count of lanes it still wants.
 type offerBoard struct {
 	slots []atomic.Pointer[boardOffer]
-}
-
-func newOfferBoard(lanes int) offerBoard {
-	return offerBoard{slots: make([]atomic.Pointer[boardOffer], max(lanes, 1))}
 }
 
 type boardOffer struct {
@@ -191,22 +166,21 @@ func (b *offerBoard) put(j job, n int) bool {
 // that takes an offer's last lane, or finds it taken, frees its slot.
 func (b *offerBoard) take() job {
 	for i := range b.slots {
-		o := b.slots[i].Load()
-		if o == nil {
-			continue
-		}
-		left := o.left.Add(-1)
-		if left <= 0 {
-			b.slots[i].CompareAndSwap(o, nil)
-		}
-		if left >= 0 {
-			return o.j
+		if o := b.slots[i].Load(); o != nil {
+			left := o.left.Add(-1)
+			if left <= 0 {
+				b.slots[i].CompareAndSwap(o, nil)
+			}
+			if left >= 0 {
+				return o.j
+			}
 		}
 	}
 	return nil
 }
 
-// withdraw frees the slot of j's offer, if it is still on the board.
+// withdraw frees the slot of j's offer, if it is still on the board: once j is closed to lanes, so
+// that only live offers hold slots.
 func (b *offerBoard) withdraw(j job) {
 	for i := range b.slots {
 		if o := b.slots[i].Load(); o != nil && o.j == j {
@@ -215,19 +189,14 @@ func (b *offerBoard) withdraw(j job) {
 	}
 }
 
-// withdraw takes j's offer off the board once j is closed to lanes, so that only live offers hold
-// slots.
-func (l *standingLanes) withdraw(j job) { l.board.withdraw(j) }
-
 // stop ends the lanes and waits for them; transfers must be over.
 func (l *standingLanes) stop() {
 	l.quitting.Store(true)
-	close(l.quit)
+	close(l.wake)
 	l.wg.Wait()
 }
 
-// runState is what the lanes of one staged transfer share in both modes: the first error, the stop
-// flag, and the standing lanes that joined.
+// runState is what a staged transfer's lanes share: the first error, the stop, the lanes joined.
 type runState struct {
 	stop atomic.Bool
 
@@ -253,19 +222,16 @@ func (s *runState) fail(err error) {
 	s.stop.Store(true)
 }
 
-// joinLane runs lane on a standing lane, unless the transfer is closed to lanes (the offer is
-// stale).
+// joinLane runs lane on a standing lane, unless the transfer is closed to lanes (a stale offer).
 func (s *runState) joinLane(lane func()) {
-	if !s.enter(nil) {
-		return
+	if s.enter(nil) {
+		defer s.exit()
+		lane()
 	}
-	defer s.exit()
-	lane()
 }
 
-// enter counts a standing lane into the transfer, unless its caller has closed it to lanes, and
-// reports whether it did. owners, when not nil, counts the lane as an owner too, under the same
-// lock as the closing (the handoff, coop.go).
+// enter counts a standing lane in, unless the transfer is closed to lanes, and reports whether it
+// did; owners, when not nil, counts it as an owner too, under the closing's lock (the handoff).
 func (s *runState) enter(owners *atomic.Int32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -286,8 +252,7 @@ func (s *runState) exit() {
 	s.joined.Done()
 }
 
-// endJoins closes the transfer to lanes and waits for those that joined, spinning for up to spin
-// before it sleeps.
+// endJoins closes the transfer to lanes and waits for those that joined, spinning up to spin first.
 func (s *runState) endJoins(spin time.Duration) {
 	s.mu.Lock()
 	s.closed = true
@@ -298,8 +263,7 @@ func (s *runState) endJoins(spin time.Duration) {
 	s.joined.Wait()
 }
 
-// endSpinFor is how long a transfer's caller spins on its lanes' end: endSpin while the lanes spin,
-// else zero.
+// endSpinFor is how long a transfer's caller spins on its lanes' end: endSpin while lanes spin.
 func (l *standingLanes) endSpinFor() time.Duration {
 	if l.spinFor() == 0 {
 		return 0

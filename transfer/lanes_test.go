@@ -58,10 +58,10 @@ func TestLanesStaleOffer(t *testing.T) {
 	r.closed = true
 	l.offer(r, 2)
 	deadline := time.Now().Add(5 * time.Second)
-	for !l.board.empty() && time.Now().Before(deadline) {
+	for !l.empty() && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if !l.board.empty() {
+	if !l.empty() {
 		t.Fatal("offers not taken")
 	}
 	// More offers than the queue holds do not block.
@@ -216,13 +216,14 @@ func TestLanesAsleep(t *testing.T) {
 	never.leave()
 }
 
-// TestLanesHalfWhenAsleep checks the rule end to end on the fake device: a
+// TestLanesFewWhenAsleep checks the rule end to end on the fake device: a
 // cooperative transfer after a pause longer than LaneSpin, either way, runs
-// on at most half the lanes (how many join of those offered depends on the
-// scheduler; more than offered never do), while the plan of the same
+// on at most its direction's tuning.coldLanes (how many join of those offered depends
+// on the scheduler; more than offered never do), while the plan of the same
 // transfer back to back offers all of them; every byte arrives.
-func TestLanesHalfWhenAsleep(t *testing.T) {
+func TestLanesFewWhenAsleep(t *testing.T) {
 	const lanes = 8
+	cold := defaultTuning().coldLanes
 	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 32 * testChunk, Lanes: lanes, DirectBelow: -1, LaneSpin: 20 * time.Millisecond})
 	e.d.latency.Store(int64(50 * time.Microsecond))
 	n := 16 * testChunk // 16 stripes
@@ -231,9 +232,9 @@ func TestLanesHalfWhenAsleep(t *testing.T) {
 		asleep bool
 		want   int
 	}{
-		{HostToDevice, true, lanes / 2},
+		{HostToDevice, true, cold[HostToDevice]},
 		{HostToDevice, false, lanes},
-		{DeviceToHost, true, lanes / 2},
+		{DeviceToHost, true, cold[DeviceToHost]},
 		{DeviceToHost, false, lanes},
 	} {
 		if p := planStaging(n, tc.dir, 1, tc.asleep, e.c.opt, e.c.tune); p.mode != cooperative || p.lanes != tc.want {
@@ -248,8 +249,8 @@ func TestLanesHalfWhenAsleep(t *testing.T) {
 		if err := e.c.ToDevice(context.Background(), dev, src); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.c.stats.lanes.Load() - before; got > lanes/2 {
-			t.Errorf("after a pause: %d lanes ran, want at most %d", got, lanes/2)
+		if got := e.c.stats.lanes.Load() - before; got > uint64(cold[HostToDevice]) {
+			t.Errorf("after a pause: %d lanes ran, want at most %d", got, cold[HostToDevice])
 		}
 		sameBytes(t, "device", e.devBytes(dev, n), src)
 		time.Sleep(60 * time.Millisecond)
@@ -258,8 +259,8 @@ func TestLanesHalfWhenAsleep(t *testing.T) {
 		if err := e.c.FromDevice(context.Background(), back, dev); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.c.stats.lanes.Load() - before; got > lanes/2 {
-			t.Errorf("a download after a pause: %d lanes ran, want at most %d", got, lanes/2)
+		if got := e.c.stats.lanes.Load() - before; got > uint64(cold[DeviceToHost]) {
+			t.Errorf("a download after a pause: %d lanes ran, want at most %d", got, cold[DeviceToHost])
 		}
 		sameBytes(t, "back", back, src)
 	}
@@ -293,7 +294,7 @@ func (m *markJob) join() {
 // offers put and taken from many goroutines at once are each taken
 // exactly as often as they asked, never more.
 func TestOfferBoard(t *testing.T) {
-	b := newOfferBoard(4)
+	b := offerBoard{make([]atomic.Pointer[boardOffer], 4)}
 	j := &markJob{}
 	if !b.put(j, 3) {
 		t.Fatal("put on an empty board failed")

@@ -31,8 +31,8 @@ type Options struct {
 	// standing lanes of the copier, which copy between pageable memory and staging in parallel with
 	// each other and with the DMA. Each direction has Lanes-1 standing lanes, shared among its
 	// transfers at once. 1 stages on the caller alone. A transfer within the window that finds the
-	// lanes asleep (more than LaneSpin after the one before) takes half of them: lanes that wake
-	// late find little left to copy. Zero means min(GOMAXPROCS, DefaultMaxLanes).
+	// lanes asleep (more than LaneSpin after the one before) takes three of them at most, four
+	// downloading: lanes that wake late find little left to copy. Zero means min(GOMAXPROCS, DefaultMaxLanes).
 	Lanes int
 
 	// LaneSpin is how long a standing lane keeps looking for the next staged transfer before it

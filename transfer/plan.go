@@ -91,8 +91,8 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 			perChunk := ceilDiv(chunk, stripe)
 			last := n - (chunks-1)*chunk
 			stripes := (chunks-1)*perChunk + ceilDiv(last, stripe)
-			if asleep && t.coldShare > 1 {
-				lanes = max(2, ceilDiv(lanes, t.coldShare))
+			if cold := t.coldLanes[dir]; asleep && cold > 0 {
+				lanes = min(lanes, max(2, cold))
 			}
 			return plan{
 				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
@@ -160,11 +160,11 @@ type tuning struct {
 	minStripe int
 	// minChunk is the smallest chunked-mode chunk when a transfer is cut finer to give lanes work.
 	minChunk int
-	// coldShare divides the lanes of a cooperative transfer that finds the lanes asleep (zero:
-	// all): lanes that wake late find the work done but pay their wake-up. Half the lanes moved a
-	// paced stream's frames as fast for less CPU time, both ways (BenchmarkPacedFrames,
-	// copier=all-lanes-asleep).
-	coldShare int
+	// coldLanes caps the lanes of a cooperative transfer that finds the lanes asleep, per direction
+	// (zero: all): lanes that wake late find the work done but pay their wake-up. A few lanes moved
+	// a paced stream's frames as fast for less CPU time (BenchmarkPacedFrames,
+	// copier=all-lanes-asleep); a download took one lane more than an upload to be as fast.
+	coldLanes [2]int
 	// handoff turns plan.handoff on.
 	handoff bool
 }
@@ -174,6 +174,6 @@ func defaultTuning() tuning {
 	return tuning{
 		coopChunk: 1 << 20,
 		coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
-		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2, handoff: true,
+		minStripe: 64 << 10, minChunk: 256 << 10, coldLanes: [2]int{HostToDevice: 3, DeviceToHost: 4}, handoff: true,
 	}
 }

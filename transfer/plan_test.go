@@ -178,9 +178,9 @@ func TestChunkFor(t *testing.T) {
 }
 
 // TestPlanAsleep checks the rules for a transfer that finds the standing
-// lanes asleep: a cooperative host-to-device transfer asks for half its
-// lanes (two at least), while device to host, chunked transfers and
-// transfers that find the lanes awake keep them all; a cooperative
+// lanes asleep: a cooperative transfer asks for its direction's
+// tuning.coldLanes (two at least), while chunked transfers and transfers that find
+// the lanes awake keep them all; a cooperative
 // device-to-host transfer issues its copies before it offers itself to the
 // lanes, and evicts the staging it copied out, only when the lanes are
 // awake; no other transfer does either.
@@ -194,14 +194,15 @@ func TestPlanAsleep(t *testing.T) {
 		want   int
 		awake  bool // device to host: backToBack
 	}{
-		{frameBytes, HostToDevice, 8, true, 4, false},
+		{frameBytes, HostToDevice, 8, true, 3, false},
 		{frameBytes, HostToDevice, 8, false, 8, false},
 		{frameBytes, DeviceToHost, 8, true, 4, false},
 		{frameBytes, DeviceToHost, 8, false, 8, true},
-		{frameBytes, HostToDevice, 3, true, 2, false},
+		{frameBytes, HostToDevice, 3, true, 3, false},
 		{frameBytes, HostToDevice, 2, true, 2, false},
-		{32 * MiB, HostToDevice, 8, true, 4, false},
+		{32 * MiB, HostToDevice, 8, true, 3, false},
 		{16 * MiB, DeviceToHost, 8, true, 4, false},
+		{frameBytes, DeviceToHost, 3, true, 3, false},
 		{64 * MiB, HostToDevice, 8, true, 8, false},  // chunked
 		{64 * MiB, DeviceToHost, 8, false, 8, false}, // chunked
 		{100, HostToDevice, 8, true, 1, false},       // one stripe
@@ -218,13 +219,16 @@ func TestPlanAsleep(t *testing.T) {
 	// Another tuning's share, and none.
 	o, _ := Options{Lanes: 8}.Defaults()
 	tu := defaultTuning()
-	tu.coldShare = 4
+	tu.coldLanes = [2]int{HostToDevice: 1, DeviceToHost: 5}
 	if got := planStaging(frameBytes, HostToDevice, 1, true, o, tu).lanes; got != 2 {
-		t.Errorf("coldShare 4: %d lanes, want 2", got)
+		t.Errorf("coldLanes 1: %d lanes, want 2", got)
 	}
-	tu.coldShare = 0
+	if got := planStaging(frameBytes, DeviceToHost, 1, true, o, tu).lanes; got != 5 {
+		t.Errorf("coldLanes 5: %d lanes, want 5", got)
+	}
+	tu.coldLanes = [2]int{}
 	if got := planStaging(frameBytes, HostToDevice, 1, true, o, tu).lanes; got != 8 {
-		t.Errorf("coldShare 0: %d lanes, want 8", got)
+		t.Errorf("coldLanes 0: %d lanes, want 8", got)
 	}
 	// The handoff off: back to back still, no handoff.
 	tu = defaultTuning()

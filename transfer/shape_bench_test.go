@@ -11,6 +11,7 @@ package transfer
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"sync"
@@ -207,7 +208,7 @@ func BenchmarkFrameStream(b *testing.B) {
 
 // BenchmarkPacedFrames moves one stream of 1080p frames at a steady rate
 // (30 and 300 frames a second; 4 frames used in turn, each copied to the
-// same device memory) for a fixed time per iteration (pacedFor), each way
+// same device memory) for a fixed time per iteration (-transfer.pacedfor), each way
 // of frameWays: uploads only ("H2D"), downloads only into another host
 // buffer ("D2H"), and each frame up then back, as a filter that returns
 // the frame it was given ("round-trip"; one copier both ways). It reports per frame the process's
@@ -248,7 +249,7 @@ func BenchmarkPacedFrames(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/fps=%d/%s", w.name, rate, trip), func(b *testing.B) {
 					defer allCPUs()()
 					period := time.Second / time.Duration(rate)
-					count := int(pacedFor / period)
+					count := int(*pacedFor / period)
 					var wall, cpu, sys, el, idle, idleEl time.Duration
 					total := 0
 					for b.Loop() {
@@ -295,5 +296,6 @@ func BenchmarkPacedFrames(b *testing.B) {
 	}
 }
 
-// pacedFor is how long BenchmarkPacedFrames streams at each rate.
-const pacedFor = 5 * time.Second
+// pacedFor is how long BenchmarkPacedFrames streams at each rate: shorter
+// runs fit more ways into one call on the GPU host.
+var pacedFor = flag.Duration("transfer.pacedfor", 5*time.Second, "how long BenchmarkPacedFrames streams at each rate")
