@@ -78,7 +78,7 @@ func TestWindowBound(t *testing.T) {
 	}
 }
 
-// TestCancel cancels staged copies in the middle, in both directions, sync
+// TestCancel cancels staged copies in the middle (as the third chunk is queued), in both directions, sync
 // and async, and checks the error, that nothing is left in flight when it
 // returns, and (in cleanup) that the pool got every buffer back.
 func TestCancel(t *testing.T) {
@@ -91,7 +91,16 @@ func TestCancel(t *testing.T) {
 				dev := e.d.alloc(n)
 				host := randomBytes(n, 5)
 				ctx, cancel := context.WithCancel(context.Background())
-				time.AfterFunc(15*time.Millisecond, cancel)
+				defer cancel()
+				// Cancelled as the third chunk is queued, not after a time: a
+				// loaded machine may not have queued any chunk by then.
+				var queued atomic.Int64
+				e.d.failEnqueue = func(Direction, int) error {
+					if queued.Add(1) == 3 {
+						cancel()
+					}
+					return nil
+				}
 				var err error
 				switch {
 				case async && dir == HostToDevice:
