@@ -114,7 +114,8 @@ func (b *Backend) GrowLimit() int {
 }
 
 // Options returns the options the backend runs with: those given to New with
-// Method resolved (never Auto) and, for Register, RegisterChunk set.
+// Method resolved (never Auto) and, for Register, RegisterChunk and
+// RegisterGroup set.
 func (b *Backend) Options() Options { return b.opt }
 
 // Properties returns the device's properties, read once by New.
@@ -239,6 +240,9 @@ func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int
 		align = hugeAlign
 	}
 	pl := plan(len(mem), b.regChunk, b.opt.PrefaultWorkers, b.opt.RegisterWorkers, align)
+	if b.opt.RegisterGroup > 0 {
+		pl.group = max(1, b.opt.RegisterGroup/b.regChunk)
+	}
 	g, err := pl.run(ctx, r, mem, func(p []byte) (part, error) {
 		m, err := gated(&b.gate, func() (*cuda.HostMem, error) { return b.ctx.HostRegister(p, b.regFlags) })
 		if err != nil {

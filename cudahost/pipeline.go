@@ -51,7 +51,7 @@ type pipeline struct {
 // a Reserve that grows in many allocations of a few pieces each.
 func plan(size, piece, prefault, register, align int) pipeline {
 	if prefault <= 0 {
-		prefault = min(runtime.GOMAXPROCS(0), defaultPrefaultWorkers)
+		prefault = min(runtime.GOMAXPROCS(0), DefaultPrefaultWorkers)
 	}
 	if register <= 0 {
 		register = DefaultRegisterWorkers
@@ -67,11 +67,6 @@ func plan(size, piece, prefault, register, align int) pipeline {
 		minSplit: align,
 	}
 }
-
-// defaultPrefaultWorkers caps the default prefault workers: more fault
-// in no faster (the page faults contend in the kernel) and take the cores
-// from everyone else.
-const defaultPrefaultWorkers = 8
 
 // DefaultRegisterWorkers is the number of goroutines that call
 // cuMemHostRegister at once when Options.RegisterWorkers is zero.
