@@ -239,10 +239,7 @@ func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int
 	if r.HugePages() && len(mem) >= hugeAlign {
 		align = hugeAlign
 	}
-	pl := plan(len(mem), b.regChunk, b.opt.PrefaultWorkers, b.opt.RegisterWorkers, align)
-	if b.opt.RegisterGroup > 0 {
-		pl.group = max(1, b.opt.RegisterGroup/b.regChunk)
-	}
+	pl := b.plan(len(mem), align)
 	g, err := pl.run(ctx, r, mem, func(p []byte) (part, error) {
 		m, err := gated(&b.gate, func() (*cuda.HostMem, error) { return b.ctx.HostRegister(p, b.regFlags) })
 		if err != nil {
@@ -267,6 +264,17 @@ func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int
 		}
 	}
 	return c, err
+}
+
+// plan is the pipeline of a Register allocation of size bytes whose
+// prefault keeps units of align bytes whole: the options' pieces,
+// workers and groups.
+func (b *Backend) plan(size, align int) pipeline {
+	pl := plan(size, b.regChunk, b.opt.PrefaultWorkers, b.opt.RegisterWorkers, align)
+	if b.opt.RegisterGroup > 0 {
+		pl.group = max(1, b.opt.RegisterGroup/b.regChunk)
+	}
+	return pl
 }
 
 // hugeReportMin is the smallest chunk whose huge pages are looked up

@@ -15,9 +15,12 @@ import (
 // at most Options.RegisterChunk bytes, each one cuMemHostRegister call, so
 // that the driver's lock is held for one bounded piece at a time and other
 // goroutines' copies get in between. Prefault (page faults and zeroing,
-// which take no driver lock) runs on several goroutines ahead of the
-// registration, so the two overlap: a piece is registered as soon as its
-// pages are backed, while the workers fault in the next ones.
+// which take no driver lock) runs on several goroutines, and takes turns
+// with the registration by groups of pieces (Options.RegisterGroup): a
+// group is prefaulted, then registered, then the next is prefaulted, so
+// that the two never run at once (with both at once a neighbour's copies
+// waited milliseconds). Without groups a piece is registered as soon as
+// its pages are backed, while the workers fault in the next ones.
 // BenchmarkArena (package pinpool) and `pinpool arena` measure the rate and
 // what a neighbour's copies wait for each choice of the knobs.
 
