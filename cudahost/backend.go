@@ -271,9 +271,7 @@ func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int
 // workers and groups.
 func (b *Backend) plan(size, align int) pipeline {
 	pl := plan(size, b.regChunk, b.opt.PrefaultWorkers, b.opt.RegisterWorkers, align)
-	if b.opt.RegisterGroup > 0 {
-		pl.group = max(1, b.opt.RegisterGroup/b.regChunk)
-	}
+	pl.group = max(1, b.opt.RegisterGroup/b.regChunk)
 	return pl
 }
 

@@ -17,8 +17,7 @@ var (
 	// HostAlloc method, HugePages with SmallPages, an unknown Method, a
 	// negative Device or NUMANode, a RegisterChunk that is negative, not a
 	// multiple of 4096 or above MaxRegisterChunk, a RegisterGroup or a
-	// HostAllocChunk that is not a multiple of 4096, a negative
-	// HostAllocChunk.
+	// HostAllocChunk that is negative or not a multiple of 4096.
 	ErrInvalidOptions = errors.New("cudahost: invalid options")
 
 	// ErrUnsupported is returned by New when the device cannot do what the

@@ -119,10 +119,9 @@ type Options struct {
 	// faulted in by the PrefaultWorkers, then registered piece by piece,
 	// and the next group's prefault starts only when the last piece of
 	// this one is registered, so that prefault and registration never run
-	// at once. Zero means DefaultRegisterGroup; negative means no groups:
-	// a piece is registered as soon as its pages are backed, while the
-	// workers fault in the next ones. Otherwise it must be a multiple of
-	// 4096, and it is rounded up to whole RegisterChunk pieces.
+	// at once. Zero means DefaultRegisterGroup; otherwise it must be a
+	// positive multiple of 4096, and it is rounded up to whole
+	// RegisterChunk pieces.
 	RegisterGroup int
 
 	// RegisterPause is the least time the backend leaves the driver's lock
@@ -180,8 +179,8 @@ func checkOptions(opt Options) error {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, chunkErr)
 	case opt.RegisterChunk > MaxRegisterChunk:
 		return fmt.Errorf("%w: RegisterChunk %d: at most %d (single registrations of 512 GiB and more fail)", ErrInvalidOptions, opt.RegisterChunk, int64(MaxRegisterChunk))
-	case opt.RegisterGroup > 0 && opt.RegisterGroup%pageUnit != 0:
-		return fmt.Errorf("%w: RegisterGroup %d: want 0 (default %d), negative (no groups) or a multiple of %d", ErrInvalidOptions, opt.RegisterGroup, DefaultRegisterGroup, pageUnit)
+	case opt.RegisterGroup < 0 || opt.RegisterGroup%pageUnit != 0:
+		return fmt.Errorf("%w: RegisterGroup %d: want 0 (default %d) or a positive multiple of %d", ErrInvalidOptions, opt.RegisterGroup, DefaultRegisterGroup, pageUnit)
 	case opt.HostAllocChunk < 0 || opt.HostAllocChunk%pageUnit != 0:
 		return fmt.Errorf("%w: HostAllocChunk %d: want 0 (default %d) or a positive multiple of %d", ErrInvalidOptions, opt.HostAllocChunk, DefaultHostAllocChunk, pageUnit)
 	case opt.HugePages && opt.SmallPages:
@@ -286,9 +285,7 @@ func validate(opt Options, p cuda.Properties) (Options, error) {
 		if opt.RegisterGroup == 0 {
 			opt.RegisterGroup = DefaultRegisterGroup
 		}
-		if opt.RegisterGroup > 0 {
-			opt.RegisterGroup = (opt.RegisterGroup + opt.RegisterChunk - 1) / opt.RegisterChunk * opt.RegisterChunk
-		}
+		opt.RegisterGroup = (opt.RegisterGroup + opt.RegisterChunk - 1) / opt.RegisterChunk * opt.RegisterChunk
 	}
 	return opt, nil
 }

@@ -86,6 +86,7 @@ func TestValidate(t *testing.T) {
 		{"negative chunk", Options{RegisterChunk: -4096}, propsH200, 0, ErrInvalidOptions, "RegisterChunk"},
 		{"odd chunk", Options{RegisterChunk: 5000}, propsH200, 0, ErrInvalidOptions, "RegisterChunk"},
 		{"odd group", Options{RegisterGroup: 5000}, propsH200, 0, ErrInvalidOptions, "RegisterGroup"},
+		{"negative group", Options{RegisterGroup: -4096}, propsH200, 0, ErrInvalidOptions, "RegisterGroup"},
 		{"odd group hostalloc", Options{Method: HostAlloc, RegisterGroup: 4097}, propsH200, 0, ErrInvalidOptions, "RegisterGroup"},
 	}
 	for _, tt := range tests {
@@ -124,8 +125,8 @@ func TestValidate(t *testing.T) {
 }
 
 // TestValidateGroup checks that RegisterGroup resolves to whole pieces:
-// the default for zero, a given size rounded up, none when negative, and
-// HostAlloc leaves it alone.
+// the default for zero, a given size rounded up, and HostAlloc leaves it
+// alone.
 func TestValidateGroup(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
@@ -137,7 +138,6 @@ func TestValidateGroup(t *testing.T) {
 		{Options{RegisterGroup: 4096}, DefaultRegisterChunk},
 		{Options{RegisterGroup: 4096, RegisterChunk: 3 * mib}, 3 * mib},
 		{Options{RegisterChunk: 48 * mib}, 1056 * mib},
-		{Options{RegisterGroup: -1}, -1},
 		{Options{Method: HostAlloc, RegisterGroup: 8192}, 8192},
 	} {
 		got, err := validate(tc.opt, propsH200)

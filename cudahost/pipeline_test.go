@@ -324,7 +324,7 @@ func TestPipelineGroups(t *testing.T) {
 // Options plans for a large allocation: pieces of DefaultRegisterChunk,
 // min(GOMAXPROCS, DefaultPrefaultWorkers) prefault workers, and groups of
 // DefaultRegisterGroup (so that prefault and registration take turns); a
-// given RegisterGroup in whole pieces, and none when it is negative.
+// given RegisterGroup in whole pieces.
 func TestBackendPlanDefaults(t *testing.T) {
 	const gib = 1 << 30
 	j := &journal{}
@@ -334,7 +334,6 @@ func TestBackendPlanDefaults(t *testing.T) {
 	}{
 		{Options{}, DefaultRegisterChunk, DefaultRegisterGroup / DefaultRegisterChunk},
 		{Options{RegisterChunk: 32 << 20, RegisterGroup: 100 << 20}, 32 << 20, 4},
-		{Options{RegisterGroup: -1}, DefaultRegisterChunk, 0},
 		{Options{RegisterChunk: 2 << 30}, 2 << 30, 1}, // a group of one piece
 	} {
 		pl := fakeBackend(j, tc.opt).plan(32*gib, hugeAlign)

@@ -42,10 +42,9 @@ import (
 //	                              total with knobs piece=SIZE (bytes per
 //	                              registration call), prefault=N,
 //	                              regw=N (registration goroutines),
-//	                              huge=0|1, group=SIZE|off (bytes
-//	                              prefaulted, then registered, in turn;
-//	                              off: a piece is registered as soon as
-//	                              it is backed), alloc=SIZE (allocations of
+//	                              huge=0|1, group=SIZE (bytes
+//	                              prefaulted, then registered, in turn),
+//	                              alloc=SIZE (allocations of
 //	                              that size, one after another, instead
 //	                              of one), pause=DURATION|off (the
 //	                              lock's pause after each call)
@@ -61,7 +60,7 @@ type ArenaWay struct {
 	Prefault, RegWorkers int
 	Huge                 bool
 	Pause                time.Duration // cudahost.Options.RegisterPause (0: default, < 0: none)
-	Group                int           // cudahost.Options.RegisterGroup (0: default, < 0: none)
+	Group                int           // cudahost.Options.RegisterGroup (0: default)
 }
 
 // ParseArenaWay parses a way spec (see ArenaWay).
@@ -133,10 +132,6 @@ func ParseArenaWay(spec string) (ArenaWay, error) {
 			}
 			w.Pause = d
 		case k == "group" && w.Kind == "register":
-			if v == "off" {
-				w.Group = -1
-				break
-			}
 			var n int64
 			n, err = size()
 			w.Group = int(n)

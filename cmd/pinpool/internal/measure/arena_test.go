@@ -16,7 +16,7 @@ func TestParseArenaWay(t *testing.T) {
 		{"pool+register+small:blocks=2MiB", ArenaWay{Kind: "pool", Backend: "register+small", Blocks: 2 << 20, Huge: true}, ""},
 		{"register:piece=32MiB:prefault=8:regw=2:huge=0:pause=100us:alloc=1GiB", ArenaWay{Kind: "register", Piece: 32 << 20, Prefault: 8, RegWorkers: 2, Alloc: 1 << 30, Pause: 100 * time.Microsecond}, ""},
 		{"register:pause=off", ArenaWay{Kind: "register", Huge: true, Pause: -1}, ""},
-		{"register:group=off", ArenaWay{Kind: "register", Huge: true, Group: -1}, ""},
+		{"register:group=off", ArenaWay{}, "multiple of 4 KiB"},
 		{"register:group=512MiB", ArenaWay{Kind: "register", Huge: true, Group: 512 << 20}, ""},
 		{"register:group=5000", ArenaWay{}, "multiple of 4 KiB"},
 		{"pool:group=1GiB", ArenaWay{}, "unknown knob"},
