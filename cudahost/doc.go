@@ -21,7 +21,7 @@
 // transparent huge pages), and pins it with cuMemHostRegister in pieces of
 // at most Options.RegisterChunk bytes, each one call that holds the
 // driver's lock for a bounded time. Options.PrefaultWorkers goroutines
-// fault the pages of a group of pieces in (Options.RegisterGroup, 1 GiB by
+// fault the pages of a group of pieces in (Options.RegisterGroup, 64 MiB by
 // default), then Options.RegisterWorkers goroutines register the group's
 // pieces, then the next group is prefaulted: prefault and registration take
 // turns, since with both at once other streams' copies waited for

@@ -137,7 +137,7 @@ func TestValidateGroup(t *testing.T) {
 		{Options{RegisterGroup: 100 * mib}, 112 * mib},
 		{Options{RegisterGroup: 4096}, DefaultRegisterChunk},
 		{Options{RegisterGroup: 4096, RegisterChunk: 3 * mib}, 3 * mib},
-		{Options{RegisterChunk: 48 * mib}, 1056 * mib},
+		{Options{RegisterChunk: 48 * mib}, 96 * mib},
 		{Options{Method: HostAlloc, RegisterGroup: 8192}, 8192},
 	} {
 		got, err := validate(tc.opt, propsH200)
