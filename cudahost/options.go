@@ -41,8 +41,11 @@ const MaxRegisterChunk = 64 << 30
 const DefaultHostAllocChunk = 2 << 20
 
 // DefaultRegisterPause is the RegisterPause used when it is zero: longer
-// than a thread takes to wake up on the lock's release.
-const DefaultRegisterPause = 200 * time.Microsecond
+// than a thread takes to wake up on the lock's release. A longer pause
+// kept a neighbour's copies no faster and made a Close of many pieces,
+// whose unregistrations each pause, slower (`pinpool arena`'s
+// register:pause= ways).
+const DefaultRegisterPause = 100 * time.Microsecond
 
 // pageUnit is the granularity of sizes.
 const pageUnit = 4096
