@@ -263,6 +263,7 @@ func TestPipelineGroups(t *testing.T) {
 		{64 * mib, 4 * mib, 4, 4, 2},
 		{67 * mib, 4 * mib, 3, 8, 3},  // a short last group and piece
 		{16 * mib, 2 * mib, 16, 4, 2}, // one group
+		{24 * mib, 4 * mib, 1, 8, 2},  // groups of one piece, plan's own
 	} {
 		t.Run(fmt.Sprintf("%d/%d/%d", tc.size, tc.piece, tc.group), func(t *testing.T) {
 			mem := make([]byte, tc.size)
@@ -270,7 +271,9 @@ func TestPipelineGroups(t *testing.T) {
 			f := &fakeFaults{failAt: -1}
 			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1}
 			pl := plan(tc.size, tc.piece, tc.prefault, tc.register, 2*mib)
-			pl.group = tc.group
+			if tc.group > 1 {
+				pl.group = tc.group
+			}
 			reg := func(b []byte) (part, error) {
 				log.enter(true, 1)
 				defer log.enter(true, -1)
