@@ -2,6 +2,7 @@ package hostmem
 
 import (
 	"bufio"
+	"os"
 	"strings"
 	"testing"
 )
@@ -73,5 +74,43 @@ func TestHugePageBytes(t *testing.T) {
 		if _, err := r.HugePageBytes(); err != ErrUnmapped {
 			t.Errorf("after Unmap: %v, want ErrUnmapped", err)
 		}
+	}
+}
+
+// TestHugeByPageFlags checks the page-flag count against smaps' on a
+// region advised to use huge pages, prefaulted in part (whole huge pages,
+// one page of the next, the rest untouched), where the process
+// may read page frames; elsewhere it checks that the count says it cannot.
+func TestHugeByPageFlags(t *testing.T) {
+	r, err := MapLazy(16<<20, Options{HugePages: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Unmap()
+	h := hugePageSize()
+	if err := r.Prefault(0, 5*h+4096); err != nil { // five whole huge pages and one page of the next
+		t.Fatal(err)
+	}
+	got, ok := hugeByPageFlags(uintptr(r.base), r.capacity, h)
+	if !ok {
+		if got != 0 {
+			t.Fatalf("hugeByPageFlags = %d, false; want 0 when it cannot tell", got)
+		}
+		t.Skip("page frames are hidden from this process (no CAP_SYS_ADMIN): HugePageBytes reads smaps")
+	}
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want, err := anonHugeIn(bufio.NewReader(f), uintptr(r.base), uintptr(r.base)+uintptr(r.capacity))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || got > int64(6*h) { // the page touched of the sixth may fault in a whole huge page
+		t.Fatalf("hugeByPageFlags = %d, smaps AnonHugePages %d; want them equal and at most the %d of the huge pages touched", got, want, 6*h)
+	}
+	if n, err := r.HugePageBytes(); err != nil || n != got {
+		t.Fatalf("HugePageBytes = %d, %v; want %d", n, err, got)
 	}
 }
