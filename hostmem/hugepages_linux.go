@@ -50,18 +50,19 @@ func hugeTLBFrom(meminfo []byte, size int) int {
 func (r *Region) HugeTLB() bool { return r.hugetlb }
 
 // HugePageBytes returns how many bytes of the region are backed by huge
-// pages now: all of it for a hugetlb region; for a region advised to use
-// transparent huge pages, the huge pages that back its whole huge-page
-// ranges as /proc/self/pagemap and /proc/kpageflags show them, where the
-// process may read them (CAP_SYS_ADMIN), else its AnonHugePages in
-// /proc/self/smaps (where the kernel has merged the region with a
-// neighbouring mapping, that share of the merged mapping's figure); 0 for
-// one on normal pages. Page flags cost a few small reads per huge page;
-// smaps walks every mapping up to the region's, and in a process that has
-// registered much memory with CUDA (which leaves many mappings) that read
-// took a large share of each 1 GiB growth of a large Reserve
-// (BenchmarkArena's block sizes beside its one buffer). Call it once,
-// after the region is prefaulted, not on a hot path.
+// pages now: all of it for a hugetlb region; 0 for one on normal pages;
+// for a region advised to use transparent huge pages, where the process
+// may read page frames (CAP_SYS_ADMIN), the huge pages that back its whole
+// huge-page ranges as /proc/self/pagemap and /proc/kpageflags show them
+// (in a region of more than 1024 such ranges, 1024 evenly spread ones,
+// scaled), else its AnonHugePages in /proc/self/smaps (where the kernel
+// has merged the region with a neighbouring mapping, that share of the
+// merged mapping's figure). The page flags cost a few small reads per
+// range looked at; smaps walks every mapping up to the region's, and in a
+// process that has registered much memory with CUDA (which leaves many
+// mappings) that read took a large share of each 1 GiB growth of a large
+// Reserve (BenchmarkArena's block sizes beside its one buffer). Call it
+// once, after the region is prefaulted, not on a hot path.
 func (r *Region) HugePageBytes() (int64, error) {
 	switch {
 	case r.unmapped.Load():
@@ -84,11 +85,17 @@ func (r *Region) HugePageBytes() (int64, error) {
 
 // hugeByPageFlags counts the bytes of [base, base+n) in whole, aligned
 // ranges of huge bytes that one transparent huge page backs: the first
-// and the last page of the range present, flagged THP in /proc/kpageflags,
-// and physically contiguous. ok is false where the process may not read
-// the page frames (pagemap shows them only with CAP_SYS_ADMIN) or the
-// files are missing.
+// page of the range present and flagged THP in /proc/kpageflags, and the
+// last one physically contiguous with it. Above pageFlagSamples ranges it
+// looks at that many, evenly spread, and scales the count. ok is false
+// where the process may not read the page frames (pagemap shows them only
+// with CAP_SYS_ADMIN) or the files are missing.
 func hugeByPageFlags(base uintptr, n, huge int) (bytes int64, ok bool) {
+	return hugeSampled(base, n, huge, pageFlagSamples)
+}
+
+// hugeSampled is hugeByPageFlags looking at up to samples ranges.
+func hugeSampled(base uintptr, n, huge, samples int) (bytes int64, ok bool) {
 	if huge <= 0 {
 		return 0, false
 	}
@@ -133,7 +140,16 @@ func hugeByPageFlags(base uintptr, n, huge int) (bytes int64, ok bool) {
 		return f&kpfTHP != 0, ok
 	}
 	h := uintptr(huge)
-	for a := (base + h - 1) &^ (h - 1); a+h <= base+uintptr(n); a += h {
+	start := (base + h - 1) &^ (h - 1)
+	ranges := 0
+	if end := base + uintptr(n); end >= start+h {
+		ranges = int((end - start) / h)
+	}
+	stride := max(1, (ranges+samples-1)/samples)
+	var sampled, hits int
+	for i := 0; i < ranges; i += stride {
+		a := start + uintptr(i)*h
+		sampled++
 		first, ok := frame(a)
 		if !ok {
 			return 0, false
@@ -148,17 +164,25 @@ func hugeByPageFlags(base uintptr, n, huge int) (bytes int64, ok bool) {
 		if last != first+uint64((h-page)/page) {
 			continue
 		}
-		t1, ok1 := thp(first)
-		t2, ok2 := thp(last)
-		if !ok1 || !ok2 {
+		t, ok := thp(first)
+		if !ok {
 			return 0, false
 		}
-		if t1 && t2 {
-			bytes += int64(h)
+		if t {
+			hits++
 		}
 	}
-	return bytes, true
+	if sampled == 0 {
+		return 0, true
+	}
+	return int64(hits) * int64(ranges) / int64(sampled) * int64(h), true
 }
+
+// pageFlagSamples is how many huge-page ranges hugeByPageFlags looks at in
+// one region at most: every one up to that many, evenly spread ones in a
+// larger region, so that the count of a region of tens of GiB costs about
+// what one of a few GiB does.
+const pageFlagSamples = 1024
 
 // anonHugeIn sums AnonHugePages over the smaps entries overlapping
 // [lo, hi), each weighted by the share of it inside the range, and stops

@@ -114,3 +114,34 @@ func TestHugeByPageFlags(t *testing.T) {
 		t.Fatalf("HugePageBytes = %d, %v; want %d", n, err, got)
 	}
 }
+
+// TestHugeSampled checks the scaled count of a region looked at in part:
+// huge pages in its first half only, two of its eight ranges looked at
+// (the first of each half), count half of it.
+func TestHugeSampled(t *testing.T) {
+	h := hugePageSize()
+	r, err := MapLazy(8*h, Options{HugePages: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Unmap()
+	if uintptr(r.base)%uintptr(h) != 0 {
+		t.Skip("the region is not aligned to a huge page")
+	}
+	if err := r.Prefault(0, 4*h); err != nil {
+		t.Fatal(err)
+	}
+	all, ok := hugeSampled(uintptr(r.base), r.capacity, h, 8)
+	if !ok {
+		t.Skip("page frames are hidden from this process (no CAP_SYS_ADMIN)")
+	}
+	if all != int64(4*h) {
+		t.Skipf("the kernel gave %d bytes of huge pages to the 4 faulted in; want all of them for this test", all)
+	}
+	if got, _ := hugeSampled(uintptr(r.base), r.capacity, h, 2); got != int64(4*h) {
+		t.Fatalf("two of eight ranges looked at: %d bytes, want %d", got, 4*h)
+	}
+	if got, _ := hugeSampled(uintptr(r.base), r.capacity, h, 3); got < 0 || got > int64(8*h) {
+		t.Fatalf("three of eight ranges looked at: %d bytes, out of range", got)
+	}
+}
