@@ -19,9 +19,10 @@ const DefaultRegisterChunk = 16 << 20
 // prefaults the next, so that prefault and registration never run at once
 // (with both at once, other streams' copies waited for milliseconds). A
 // group holds a few pieces, so that every prefault worker has whole huge
-// pages of each group to fault in; larger groups were no faster and let
-// the neighbour's slowest copies wait longer (`pinpool arena`'s
-// register:group= ways; arena.cpp's batched way is the same in C++).
+// pages of each group to fault in; larger groups gained less than a tenth
+// and let the neighbour's slowest copies wait longer, past the bound
+// (`pinpool arena`'s register:group= ways; arena.cpp's batched way is the
+// same in C++).
 const DefaultRegisterGroup = 64 << 20
 
 // DefaultPrefaultWorkers is the most goroutines that prefault a growth
