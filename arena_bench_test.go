@@ -18,9 +18,10 @@ const arenaBytesEnv = "PINPOOL_ARENA_BYTES"
 
 // BenchmarkArena reserves a large arena through the public API, one per
 // iteration (run it with -benchtime=1x), as 2 MiB blocks, as 1 GiB blocks
-// and as one buffer, on the default backend (the CUDA one with huge pages
-// on a GPU, else locked host memory), on the CUDA Register backend
-// without huge pages and on the HostAlloc backend, and reports the rate
+// and as one buffer, on the default backend (on a GPU the CUDA one that
+// cudahost.New(cudahost.Options{}) makes: registration with huge pages,
+// else locked host memory), on the CUDA Register backend without huge
+// pages (register+small) and on the HostAlloc backend, and reports the rate
 // (GB/s), Close's time (close-ms) and, on a GPU, what a neighbour
 // goroutine's 64 KiB copy every 200 µs on its own stream waited during
 // the Reserve (nb-p50/p99/max-µs) and during the Close
@@ -54,9 +55,19 @@ func BenchmarkArena(b *testing.B) {
 		return CUDABackend(be), be.Context()
 	}}}
 	if gpu {
-		for _, m := range []cudahost.Method{cudahost.Register, cudahost.HostAlloc} {
-			backends = append(backends, backendCase{m.String(), func(b *testing.B) (Backend, *cuda.Context) {
-				be := gpuBackend(b, m)
+		for _, bc := range []struct {
+			name string
+			opt  cudahost.Options
+		}{
+			{"register+small", cudahost.Options{Method: cudahost.Register, SmallPages: true}},
+			{"hostalloc", cudahost.Options{Method: cudahost.HostAlloc}},
+		} {
+			backends = append(backends, backendCase{bc.name, func(b *testing.B) (Backend, *cuda.Context) {
+				be, err := cudahost.New(bc.opt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { be.Close() })
 				return CUDABackend(be), be.Context()
 			}})
 		}

@@ -46,8 +46,9 @@
 // grows in allocations of up to 1 GiB whose buffers Gets can use at once,
 // and Pool.ReserveContext can be cancelled and reports its progress. The
 // CUDA backends pin a large allocation in bounded pieces, prefaulted on
-// several goroutines ahead of the registration, so that the driver's lock
-// is held for one piece at a time and other streams' copies go on.
+// several goroutines a group of pieces at a time, then registered, so that
+// the driver's lock is held for one piece at a time and other streams'
+// copies go on.
 //
 // Options.Budget caps the bytes the pool holds: in use, idle and pending
 // together. A Get that would exceed it first trims idle memory of other

@@ -114,7 +114,8 @@ func (b *Backend) GrowLimit() int {
 }
 
 // Options returns the options the backend runs with: those given to New with
-// Method resolved (never Auto) and, for Register, RegisterChunk set.
+// Method resolved (never Auto) and, for Register, RegisterChunk and
+// RegisterGroup set.
 func (b *Backend) Options() Options { return b.opt }
 
 // Properties returns the device's properties, read once by New.
@@ -238,7 +239,7 @@ func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int
 	if r.HugePages() && len(mem) >= hugeAlign {
 		align = hugeAlign
 	}
-	pl := plan(len(mem), b.regChunk, b.opt.PrefaultWorkers, b.opt.RegisterWorkers, align)
+	pl := b.plan(len(mem), align)
 	g, err := pl.run(ctx, r, mem, func(p []byte) (part, error) {
 		m, err := gated(&b.gate, func() (*cuda.HostMem, error) { return b.ctx.HostRegister(p, b.regFlags) })
 		if err != nil {
@@ -263,6 +264,15 @@ func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int
 		}
 	}
 	return c, err
+}
+
+// plan is the pipeline of a Register allocation of size bytes whose
+// prefault keeps units of align bytes whole: the options' pieces,
+// workers and groups.
+func (b *Backend) plan(size, align int) pipeline {
+	pl := plan(size, b.regChunk, b.opt.PrefaultWorkers, b.opt.RegisterWorkers, align)
+	pl.group = max(1, b.opt.RegisterGroup/b.regChunk)
+	return pl
 }
 
 // hugeReportMin is the smallest chunk whose huge pages are looked up

@@ -21,10 +21,12 @@
 // transparent huge pages), and pins it with cuMemHostRegister in pieces of
 // at most Options.RegisterChunk bytes, each one call that holds the
 // driver's lock for a bounded time. Options.PrefaultWorkers goroutines
-// fault the pages in ahead of Options.RegisterWorkers goroutines that
-// register each piece as soon as it is backed, so prefault and
-// registration overlap; a registration refused for its size is retried in
-// halves (Backend.SplitRetries). Backend.AllocContext stops between pieces
+// fault the pages of a group of pieces in (Options.RegisterGroup, 64 MiB by
+// default), then Options.RegisterWorkers goroutines register the group's
+// pieces, then the next group is prefaulted: prefault and registration take
+// turns, since with both at once other streams' copies waited for
+// milliseconds; a registration refused for its size is retried in halves
+// (Backend.SplitRetries). Backend.AllocContext stops between pieces
 // when its context is done and reports progress. Free unregisters the
 // pieces on several goroutines and gives each one's pages back as it goes.
 // Package cuda's copies cut a copy that spans pieces at their boundaries.

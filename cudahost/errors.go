@@ -16,8 +16,8 @@ var (
 	// Register method, ReadOnly, HugePages, SmallPages or BindNUMA with the
 	// HostAlloc method, HugePages with SmallPages, an unknown Method, a
 	// negative Device or NUMANode, a RegisterChunk that is negative, not a
-	// multiple of 4096 or above MaxRegisterChunk, a HostAllocChunk that is
-	// negative or not a multiple of 4096.
+	// multiple of 4096 or above MaxRegisterChunk, a RegisterGroup or a
+	// HostAllocChunk that is negative or not a multiple of 4096.
 	ErrInvalidOptions = errors.New("cudahost: invalid options")
 
 	// ErrUnsupported is returned by New when the device cannot do what the

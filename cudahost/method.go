@@ -21,8 +21,9 @@ const (
 
 	// Register maps anonymous memory with mmap (optionally bound to a NUMA
 	// node and advised to use transparent huge pages), prefaults it in
-	// parallel, then pins it with cuMemHostRegister, in parts of at most
-	// Options.RegisterChunk bytes. Free unregisters every part and unmaps.
+	// parallel and pins it with cuMemHostRegister, in parts of at most
+	// Options.RegisterChunk bytes, group by group (Options.RegisterGroup).
+	// Free unregisters every part and unmaps.
 	Register
 )
 

@@ -11,8 +11,26 @@ import (
 // is zero: small enough that one registration call keeps other streams
 // waiting for a short while only, large enough that the driver's cost per
 // call stays small against the pinning (BenchmarkArena and `pinpool arena`
-// measure both for each piece size).
-const DefaultRegisterChunk = 32 << 20
+// measure both for each piece size; scripts/ref/arena.cpp the same in C++).
+const DefaultRegisterChunk = 16 << 20
+
+// DefaultRegisterGroup is the RegisterGroup used when Options.RegisterGroup
+// is zero: a growth prefaults this many bytes, then registers them, then
+// prefaults the next, so that prefault and registration never run at once
+// (with both at once, other streams' copies waited for milliseconds). A
+// group holds a few pieces, so that every prefault worker has whole huge
+// pages of each group to fault in; larger groups gained less than a tenth
+// and let the neighbour's slowest copies wait longer, past the bound
+// (`pinpool arena`'s register:group= ways; arena.cpp's batched way is the
+// same in C++).
+const DefaultRegisterGroup = 64 << 20
+
+// DefaultPrefaultWorkers is the most goroutines that prefault a growth
+// when Options.PrefaultWorkers is zero: New uses min(GOMAXPROCS,
+// DefaultPrefaultWorkers). The prefault runs while no registration does
+// (RegisterGroup), so it may take the cores; more fault in no faster (the
+// page faults contend in the kernel).
+const DefaultPrefaultWorkers = 16
 
 // MaxRegisterChunk is the largest RegisterChunk: no single registration
 // call pins more (driver r580 fails from 512 GiB).
@@ -24,8 +42,11 @@ const MaxRegisterChunk = 64 << 30
 const DefaultHostAllocChunk = 2 << 20
 
 // DefaultRegisterPause is the RegisterPause used when it is zero: longer
-// than a thread takes to wake up on the lock's release.
-const DefaultRegisterPause = 200 * time.Microsecond
+// than a thread takes to wake up on the lock's release. A longer pause
+// kept a neighbour's copies no faster and made a Close of many pieces,
+// whose unregistrations each pause, slower (`pinpool arena`'s
+// register:pause= ways).
+const DefaultRegisterPause = 100 * time.Microsecond
 
 // pageUnit is the granularity of sizes.
 const pageUnit = 4096
@@ -94,9 +115,19 @@ type Options struct {
 	NUMANode int
 
 	// PrefaultWorkers is the number of goroutines that prefault a new
-	// mapping (Register method only); zero or negative means the hostmem
-	// default, min(GOMAXPROCS, 8).
+	// mapping (Register method only); zero or negative means
+	// min(GOMAXPROCS, DefaultPrefaultWorkers).
 	PrefaultWorkers int
+
+	// RegisterGroup is how many bytes an allocation prefaults, then
+	// registers, in turn (Register method only): the pages of a group are
+	// faulted in by the PrefaultWorkers, then registered piece by piece,
+	// and the next group's prefault starts only when the last piece of
+	// this one is registered, so that prefault and registration never run
+	// at once. Zero means DefaultRegisterGroup; otherwise it must be a
+	// positive multiple of 4096, and it is rounded up to whole
+	// RegisterChunk pieces.
+	RegisterGroup int
 
 	// RegisterPause is the least time the backend leaves the driver's lock
 	// free after each call that holds it (a registration or an
@@ -153,6 +184,8 @@ func checkOptions(opt Options) error {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, chunkErr)
 	case opt.RegisterChunk > MaxRegisterChunk:
 		return fmt.Errorf("%w: RegisterChunk %d: at most %d (single registrations of 512 GiB and more fail)", ErrInvalidOptions, opt.RegisterChunk, int64(MaxRegisterChunk))
+	case opt.RegisterGroup < 0 || opt.RegisterGroup%pageUnit != 0:
+		return fmt.Errorf("%w: RegisterGroup %d: want 0 (default %d) or a positive multiple of %d", ErrInvalidOptions, opt.RegisterGroup, DefaultRegisterGroup, pageUnit)
 	case opt.HostAllocChunk < 0 || opt.HostAllocChunk%pageUnit != 0:
 		return fmt.Errorf("%w: HostAllocChunk %d: want 0 (default %d) or a positive multiple of %d", ErrInvalidOptions, opt.HostAllocChunk, DefaultHostAllocChunk, pageUnit)
 	case opt.HugePages && opt.SmallPages:
@@ -212,7 +245,8 @@ func describe(p cuda.Properties) string {
 // validate checks opt against the device's properties and returns it
 // resolved: Method is HostAlloc or Register and, for Register,
 // RegisterChunk is set (cuda.RegisterChunkSize: the default for zero,
-// rounded up to the system page size).
+// rounded up to the system page size) and RegisterGroup too (the default
+// for zero, in whole pieces).
 func validate(opt Options, p cuda.Properties) (Options, error) {
 	if err := checkOptions(opt); err != nil {
 		return opt, err
@@ -253,6 +287,10 @@ func validate(opt Options, p cuda.Properties) (Options, error) {
 			return opt, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
 		opt.RegisterChunk = int(n)
+		if opt.RegisterGroup == 0 {
+			opt.RegisterGroup = DefaultRegisterGroup
+		}
+		opt.RegisterGroup = (opt.RegisterGroup + opt.RegisterChunk - 1) / opt.RegisterChunk * opt.RegisterChunk
 	}
 	return opt, nil
 }

@@ -85,6 +85,9 @@ func TestValidate(t *testing.T) {
 		{"negative node unbound", Options{NUMANode: -1}, propsH200, Register, nil, ""},
 		{"negative chunk", Options{RegisterChunk: -4096}, propsH200, 0, ErrInvalidOptions, "RegisterChunk"},
 		{"odd chunk", Options{RegisterChunk: 5000}, propsH200, 0, ErrInvalidOptions, "RegisterChunk"},
+		{"odd group", Options{RegisterGroup: 5000}, propsH200, 0, ErrInvalidOptions, "RegisterGroup"},
+		{"negative group", Options{RegisterGroup: -4096}, propsH200, 0, ErrInvalidOptions, "RegisterGroup"},
+		{"odd group hostalloc", Options{Method: HostAlloc, RegisterGroup: 4097}, propsH200, 0, ErrInvalidOptions, "RegisterGroup"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,20 +107,43 @@ func TestValidate(t *testing.T) {
 			if got.Method != tt.method {
 				t.Fatalf("method %v, want %v", got.Method, tt.method)
 			}
-			wantChunk := 0
+			wantChunk, wantGroup := 0, 0
 			if got.Method == Register {
-				wantChunk = DefaultRegisterChunk
+				wantChunk, wantGroup = DefaultRegisterChunk, DefaultRegisterGroup
 			}
-			if got.RegisterChunk != wantChunk {
-				t.Errorf("RegisterChunk %d, want %d", got.RegisterChunk, wantChunk)
+			if got.RegisterChunk != wantChunk || got.RegisterGroup != wantGroup {
+				t.Errorf("RegisterChunk %d, RegisterGroup %d; want %d, %d", got.RegisterChunk, got.RegisterGroup, wantChunk, wantGroup)
 			}
-			// Only Method and RegisterChunk change.
+			// Only Method, RegisterChunk and RegisterGroup change.
 			back := got
-			back.Method, back.RegisterChunk = tt.opt.Method, tt.opt.RegisterChunk
+			back.Method, back.RegisterChunk, back.RegisterGroup = tt.opt.Method, tt.opt.RegisterChunk, tt.opt.RegisterGroup
 			if back != tt.opt {
 				t.Errorf("validate changed %+v into %+v", tt.opt, got)
 			}
 		})
+	}
+}
+
+// TestValidateGroup checks that RegisterGroup resolves to whole pieces:
+// the default for zero, a given size rounded up, and HostAlloc leaves it
+// alone.
+func TestValidateGroup(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		opt  Options
+		want int
+	}{
+		{Options{}, DefaultRegisterGroup},
+		{Options{RegisterGroup: 100 * mib}, 112 * mib},
+		{Options{RegisterGroup: 4096}, DefaultRegisterChunk},
+		{Options{RegisterGroup: 4096, RegisterChunk: 3 * mib}, 3 * mib},
+		{Options{RegisterChunk: 48 * mib}, 96 * mib},
+		{Options{Method: HostAlloc, RegisterGroup: 8192}, 8192},
+	} {
+		got, err := validate(tc.opt, propsH200)
+		if err != nil || got.RegisterGroup != tc.want {
+			t.Errorf("validate(%+v): RegisterGroup %d, %v; want %d", tc.opt, got.RegisterGroup, err, tc.want)
+		}
 	}
 }
 

@@ -15,9 +15,13 @@ import (
 // at most Options.RegisterChunk bytes, each one cuMemHostRegister call, so
 // that the driver's lock is held for one bounded piece at a time and other
 // goroutines' copies get in between. Prefault (page faults and zeroing,
-// which take no driver lock) runs on several goroutines ahead of the
-// registration, so the two overlap: a piece is registered as soon as its
-// pages are backed, while the workers fault in the next ones.
+// which take no driver lock) runs on several goroutines, and takes turns
+// with the registration by groups of pieces (Options.RegisterGroup): a
+// group is prefaulted, then registered, then the next is prefaulted, so
+// that the two never run at once. Registering each piece as soon as it was
+// backed, while the workers faulted in the next ones, was no faster and
+// made a neighbour's copies wait up to tens of milliseconds (`pinpool
+// arena`'s register way without groups beside it, 2026-12-02).
 // BenchmarkArena (package pinpool) and `pinpool arena` measure the rate and
 // what a neighbour's copies wait for each choice of the knobs.
 
@@ -33,25 +37,22 @@ type pipeline struct {
 	prefault int // prefault goroutines
 	register int // registration goroutines
 	minSplit int // smallest part a refused registration is split into
-	// group is how many pieces are prefaulted, then registered, in turn:
-	// the pieces of a group go to registration once all of them are
-	// backed, and the prefault of a group waits until the previous one
-	// is registered, so that the two never run at once. 0: no groups (a
-	// piece is registered as soon as it is backed, while the next are
-	// prefaulted).
+	// group is how many pieces are prefaulted, then registered, in turn
+	// (at least 1): the pieces of a group go to registration once all of
+	// them are backed, and the prefault of a group waits until the
+	// previous one is registered, so that the two never run at once.
 	group int
 }
 
-// plan returns the pipeline for size bytes: each piece is prefaulted in
-// units shared out among all the prefault workers, no smaller than align
-// (a huge page, so that no huge page is faulted by two workers). Units are
-// claimed in address order, so the pieces are ready one after another at
-// the rate of all the workers together: the first is ready for
-// registration after a fraction of a piece's prefault, which matters for
-// a Reserve that grows in many allocations of a few pieces each.
+// plan returns the pipeline for size bytes, in groups of one piece (the
+// caller sets group): each piece is prefaulted in units shared out among
+// all the prefault workers, no smaller than align (a huge page, so that no
+// huge page is faulted by two workers). Units are claimed in address
+// order, so the pieces of a group are ready at the rate of all the
+// workers together.
 func plan(size, piece, prefault, register, align int) pipeline {
 	if prefault <= 0 {
-		prefault = min(runtime.GOMAXPROCS(0), defaultPrefaultWorkers)
+		prefault = min(runtime.GOMAXPROCS(0), DefaultPrefaultWorkers)
 	}
 	if register <= 0 {
 		register = DefaultRegisterWorkers
@@ -65,13 +66,9 @@ func plan(size, piece, prefault, register, align int) pipeline {
 		prefault: max(1, min(prefault, (size+unit-1)/unit)),
 		register: max(1, min(register, pieces)),
 		minSplit: align,
+		group:    1,
 	}
 }
-
-// defaultPrefaultWorkers caps the default prefault workers: more fault
-// in no faster (the page faults contend in the kernel) and take the cores
-// from everyone else.
-const defaultPrefaultWorkers = 8
 
 // DefaultRegisterWorkers is the number of goroutines that call
 // cuMemHostRegister at once when Options.RegisterWorkers is zero.
@@ -136,7 +133,7 @@ func (pl pipeline) run(ctx context.Context, r prefaulter, mem []byte, register f
 				}
 				i := u / perPiece
 				g := i / per
-				if pl.group > 0 && g > 0 {
+				if g > 0 {
 					select { // the previous group is registered first
 					case <-registered[g-1]:
 					case <-stopped:

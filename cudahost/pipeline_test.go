@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -262,6 +263,7 @@ func TestPipelineGroups(t *testing.T) {
 		{64 * mib, 4 * mib, 4, 4, 2},
 		{67 * mib, 4 * mib, 3, 8, 3},  // a short last group and piece
 		{16 * mib, 2 * mib, 16, 4, 2}, // one group
+		{24 * mib, 4 * mib, 1, 8, 2},  // groups of one piece, plan's own
 	} {
 		t.Run(fmt.Sprintf("%d/%d/%d", tc.size, tc.piece, tc.group), func(t *testing.T) {
 			mem := make([]byte, tc.size)
@@ -269,7 +271,9 @@ func TestPipelineGroups(t *testing.T) {
 			f := &fakeFaults{failAt: -1}
 			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1}
 			pl := plan(tc.size, tc.piece, tc.prefault, tc.register, 2*mib)
-			pl.group = tc.group
+			if tc.group > 1 {
+				pl.group = tc.group
+			}
 			reg := func(b []byte) (part, error) {
 				log.enter(true, 1)
 				defer log.enter(true, -1)
@@ -317,4 +321,92 @@ func TestPipelineGroups(t *testing.T) {
 			t.Fatalf("run with a failing prefault: %v, %d parts left", err, len(r2.live))
 		}
 	})
+}
+
+// TestBackendPlanDefaults checks what a Register backend built with zero
+// Options plans for a large allocation: pieces of DefaultRegisterChunk,
+// min(GOMAXPROCS, DefaultPrefaultWorkers) prefault workers, and groups of
+// DefaultRegisterGroup (so that prefault and registration take turns); a
+// given RegisterGroup in whole pieces.
+func TestBackendPlanDefaults(t *testing.T) {
+	const gib = 1 << 30
+	j := &journal{}
+	for _, tc := range []struct {
+		opt          Options
+		piece, group int // group in pieces
+	}{
+		{Options{}, DefaultRegisterChunk, DefaultRegisterGroup / DefaultRegisterChunk},
+		{Options{RegisterChunk: 32 << 20, RegisterGroup: 100 << 20}, 32 << 20, 4},
+		{Options{RegisterChunk: 2 << 30}, 2 << 30, 1}, // a group of one piece
+	} {
+		pl := fakeBackend(j, tc.opt).plan(32*gib, hugeAlign)
+		wantPrefault := min(runtime.GOMAXPROCS(0), DefaultPrefaultWorkers)
+		if pl.piece != tc.piece || pl.group != tc.group || pl.prefault != wantPrefault || pl.register != DefaultRegisterWorkers {
+			t.Errorf("%+v: plan %+v; want pieces of %d, groups of %d pieces, %d prefault and %d registration workers", tc.opt, pl, tc.piece, tc.group, wantPrefault, DefaultRegisterWorkers)
+		}
+	}
+}
+
+// TestPipelineGroupsCancel checks that a grouped pipeline cancelled while
+// one group registers (its next group's prefault waiting for it) or while
+// a group is prefaulted stops, returns the context's error and leaves
+// nothing registered, and that its progress had risen.
+func TestPipelineGroupsCancel(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name        string
+		cancelAfter int // registrations before cancelling
+		inPrefault  bool
+	}{
+		{"registering first group", 1, false},
+		{"registering later group", 5, false},
+		{"prefaulting", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := make([]byte, 64*mib)
+			f := &fakeFaults{failAt: -1}
+			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			pl := plan(len(mem), 4*mib, 4, 2, 2*mib)
+			pl.group = 4
+			var faults sync.Once
+			pf := cancelFaults{f, func(off int) {
+				if tc.inPrefault && off >= 16*mib {
+					faults.Do(cancel) // in the second group
+				}
+			}}
+			var seen []int
+			_, err := pl.run(ctx, pf, mem, r.register, func(n int) {
+				if seen = append(seen, n); len(seen) == tc.cancelAfter {
+					cancel()
+				}
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("run: %v, want context.Canceled", err)
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if len(r.live) != 0 || r.freed != r.calls {
+				t.Fatalf("%d parts still registered (%d registered, %d freed)", len(r.live), r.calls, r.freed)
+			}
+			if !slices.IsSorted(seen) {
+				t.Fatalf("progress %v: want rising", seen)
+			}
+			if tc.inPrefault && r.calls > 4 {
+				t.Fatalf("%d registrations after a cancel in the second group's prefault; want at most the first group's 4", r.calls)
+			}
+		})
+	}
+}
+
+// cancelFaults calls at before each prefault.
+type cancelFaults struct {
+	*fakeFaults
+	at func(off int)
+}
+
+func (f cancelFaults) Prefault(off, n int) error {
+	f.at(off)
+	return f.fakeFaults.Prefault(off, n)
 }

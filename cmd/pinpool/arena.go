@@ -22,7 +22,7 @@ import (
 // RLIMIT_MEMLOCK.
 type arenaCmd struct {
 	Sizes    []byteSize `help:"Arena sizes, one measurement of every way for each. Default: 4 GiB, or on the host backend as much as RLIMIT_MEMLOCK lets this process lock, if that is less."`
-	Ways     []arenaWay `help:"Ways to make the arena: pool[+register|+register+small|+hostalloc|+host][:blocks=SIZE], hostalloc-raw, register[:piece=SIZE][:prefault=N][:regw=N][:huge=0|1][:pause=D|off][:alloc=SIZE], hostalloc[:alloc=SIZE][:pause=D|off], host[:alloc=SIZE][:prefault=N][:huge=0|1]. Default: the pool's defaults as 2 MiB blocks and as one buffer, and one cuMemHostAlloc (the host backend alone without a GPU)."`
+	Ways     []arenaWay `help:"Ways to make the arena: pool[+cudahost|+register|+register+small|+hostalloc|+host][:blocks=SIZE], hostalloc-raw, register[:piece=SIZE][:prefault=N][:regw=N][:huge=0|1][:group=SIZE][:pause=D|off][:alloc=SIZE], hostalloc[:alloc=SIZE][:pause=D|off], host[:alloc=SIZE][:prefault=N][:huge=0|1]. Default: the pool's defaults as 2 MiB blocks and as one buffer, and one cuMemHostAlloc (the host backend alone without a GPU)."`
 	JSON     bool       `short:"j" help:"One JSON object per measurement."`
 	Progress string     `enum:"auto,always,never" default:"auto" help:"Progress bar on stderr: auto (when it is a terminal), always, never."`
 	Headroom byteSize   `help:"Memory to leave available: a size is refused when MemAvailable (or the cgroup's headroom) less this is smaller." default:"4GiB"`

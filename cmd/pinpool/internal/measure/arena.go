@@ -29,10 +29,12 @@ import (
 // Knobs are separated by colons: register:piece=64MiB:prefault=8.
 //
 //	pool[+BACKEND][:blocks=SIZE]  pinpool.New with the backend (default:
-//	                              the zero Options' backend; register
-//	                              (huge pages), register+small (normal
-//	                              pages), hostalloc: cudahost with that
-//	                              method; host: mmap + mlock), then
+//	                              the zero Options' backend; cudahost:
+//	                              cudahost.New(cudahost.Options{});
+//	                              register (huge pages), register+small
+//	                              (normal pages), hostalloc: cudahost
+//	                              with that method; host: mmap + mlock),
+//	                              then
 //	                              Reserve(SIZE, total/SIZE), or
 //	                              Reserve(total, 1) without blocks
 //	hostalloc-raw                 one cuMemHostAlloc of the total
@@ -40,7 +42,9 @@ import (
 //	                              total with knobs piece=SIZE (bytes per
 //	                              registration call), prefault=N,
 //	                              regw=N (registration goroutines),
-//	                              huge=0|1, alloc=SIZE (allocations of
+//	                              huge=0|1, group=SIZE (bytes
+//	                              prefaulted, then registered, in turn),
+//	                              alloc=SIZE (allocations of
 //	                              that size, one after another, instead
 //	                              of one), pause=DURATION|off (the
 //	                              lock's pause after each call)
@@ -49,13 +53,14 @@ import (
 type ArenaWay struct {
 	Spec                 string
 	Kind                 string // pool, hostalloc-raw, register, hostalloc, host
-	Backend              string // for pool: "", register, register+huge, hostalloc, host
+	Backend              string // for pool: "", cudahost, register, register+small, hostalloc, host
 	Blocks               int64  // pool: buffer size; 0: one buffer
 	Alloc                int64  // register/hostalloc/host: bytes per allocation; 0: the total
 	Piece                int
 	Prefault, RegWorkers int
 	Huge                 bool
 	Pause                time.Duration // cudahost.Options.RegisterPause (0: default, < 0: none)
+	Group                int           // cudahost.Options.RegisterGroup (0: default)
 }
 
 // ParseArenaWay parses a way spec (see ArenaWay).
@@ -70,9 +75,9 @@ func ParseArenaWay(spec string) (ArenaWay, error) {
 	case "pool":
 		w.Kind, w.Backend = kind, backend
 		switch backend {
-		case "", "register", "register+small", "hostalloc", "host":
+		case "", "cudahost", "register", "register+small", "hostalloc", "host":
 		default:
-			return bad("unknown backend %q (want register, register+small, hostalloc or host)", backend)
+			return bad("unknown backend %q (want cudahost, register, register+small, hostalloc or host)", backend)
 		}
 	case "hostalloc-raw", "register", "hostalloc", "host":
 		if backend != "" {
@@ -126,6 +131,10 @@ func ParseArenaWay(spec string) (ArenaWay, error) {
 				return bad("pause=%s: want a duration such as 200us, or off", v)
 			}
 			w.Pause = d
+		case k == "group" && w.Kind == "register":
+			var n int64
+			n, err = size()
+			w.Group = int(n)
 		case k == "regw" && w.Kind == "register":
 			w.RegWorkers, err = num()
 		case k == "huge" && (w.Kind == "register" || w.Kind == "host"):
@@ -263,7 +272,7 @@ func makeArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions) (fr
 		}
 		co := cudahost.Options{Method: cudahost.HostAlloc}
 		if w.Kind == "register" {
-			co = cudahost.Options{Method: cudahost.Register, SmallPages: !w.Huge, RegisterChunk: w.Piece, PrefaultWorkers: w.Prefault, RegisterWorkers: w.RegWorkers, RegisterPause: w.Pause}
+			co = cudahost.Options{Method: cudahost.Register, SmallPages: !w.Huge, RegisterChunk: w.Piece, PrefaultWorkers: w.Prefault, RegisterWorkers: w.RegWorkers, RegisterPause: w.Pause, RegisterGroup: w.Group}
 		} else {
 			co.RegisterPause = w.Pause
 		}
@@ -348,12 +357,15 @@ func poolArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions) (fu
 	switch w.Backend {
 	case "host":
 		opt.Backend = pinpool.NewHostBackend(hostmem.Options{HugePages: true})
-	case "register", "register+small", "hostalloc":
+	case "cudahost", "register", "register+small", "hostalloc":
 		if o.Context == nil {
 			return nil, "", errNoGPUWay
 		}
-		co := cudahost.Options{Method: cudahost.Register, SmallPages: w.Backend == "register+small"}
-		if w.Backend == "hostalloc" {
+		var co cudahost.Options // cudahost: the documented way, cudahost.New(cudahost.Options{})
+		switch w.Backend {
+		case "register", "register+small":
+			co = cudahost.Options{Method: cudahost.Register, SmallPages: w.Backend == "register+small"}
+		case "hostalloc":
 			co = cudahost.Options{Method: cudahost.HostAlloc}
 		}
 		b, err := cudahost.New(co)
