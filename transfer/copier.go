@@ -31,8 +31,8 @@ type Copier struct {
 	opt  Options
 	tune tuning
 
-	h2d, d2h []stream
-	rr       [2]atomic.Uint32 // round robin over each direction's streams
+	streams []stream         // the first half (rounded up) host to device, the rest device to host
+	rr      [2]atomic.Uint32 // round robin over each direction's streams
 
 	wins    [2]*window        // per direction (below)
 	held    heldSlots         // the slots held in both windows
@@ -68,33 +68,25 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, 
 	if err != nil {
 		return nil, err
 	}
-	c := &Copier{pool: pool, dev: dev, opt: o, tune: t, events: events{dev: dev}}
-	c.regs.chunk = int(o.RegisterChunk)
-	streams := make([]stream, 0, o.Streams)
-	for range o.Streams {
-		s, err := dev.newStream()
-		if err != nil {
-			for _, s := range streams {
-				s.destroy()
-			}
-			return nil, fmt.Errorf("transfer: creating stream %d of %d: %w", len(streams)+1, o.Streams, err)
-		}
-		streams = append(streams, s)
-	}
-	half := (o.Streams + 1) / 2
-	c.h2d, c.d2h = streams[:half], streams[half:]
-	for d := range c.wins {
-		c.wins[d] = newWindow(o.Slots(), &c.held)
-	}
 	if o.Prewarm {
 		if err := pool.Reserve(o.ChunkSize, o.Slots()); err != nil {
-			for _, s := range streams {
-				s.destroy()
-			}
 			return nil, fmt.Errorf("%w: prewarming %d buffers of %d bytes: %w", ErrStaging, o.Slots(), o.ChunkSize, err)
 		}
 	}
-	for d := range c.lanes {
+	c := &Copier{pool: pool, dev: dev, opt: o, tune: t, events: events{dev: dev}}
+	c.regs.chunk = int(o.RegisterChunk)
+	for range o.Streams {
+		s, err := dev.newStream()
+		if err != nil {
+			for _, s := range c.streams {
+				s.destroy()
+			}
+			return nil, fmt.Errorf("transfer: creating stream %d of %d: %w", len(c.streams)+1, o.Streams, err)
+		}
+		c.streams = append(c.streams, s)
+	}
+	for d := range 2 {
+		c.wins[d] = &window{tokens: make(chan struct{}, o.Slots()), held: &c.held}
 		c.lanes[d] = newStandingLanes(o.Lanes-1, o.LaneSpin)
 	}
 	return c, nil
@@ -118,12 +110,10 @@ func (c *Copier) end() { c.inflight.Done() }
 
 // stream returns the next stream of direction d, round robin.
 func (c *Copier) stream(d Direction) stream {
-	ss := c.h2d
+	half := (len(c.streams) + 1) / 2
+	ss := c.streams[:half]
 	if d == DeviceToHost {
-		ss = c.d2h
-	}
-	if len(ss) == 1 {
-		return ss[0]
+		ss = c.streams[half:]
 	}
 	return ss[int(c.rr[d].Add(1))%len(ss)]
 }
@@ -144,23 +134,12 @@ func (c *Copier) Close() error {
 	for _, l := range c.lanes {
 		l.stop()
 	}
-	var errs []error
-	if err := c.regs.closeAll(); err != nil {
-		errs = append(errs, err)
+	errs := []error{c.regs.closeAll()}
+	for _, s := range c.streams {
+		errs = append(errs, s.synchronize(), s.destroy())
 	}
-	for _, s := range append(append([]stream(nil), c.h2d...), c.d2h...) {
-		if err := s.synchronize(); err != nil {
-			errs = append(errs, err)
-		}
-		if err := s.destroy(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := c.events.close(); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("transfer: closing: %w", errors.Join(errs...))
+	if err := errors.Join(append(errs, c.events.close())...); err != nil {
+		return fmt.Errorf("transfer: closing: %w", err)
 	}
 	return nil
 }
@@ -180,37 +159,20 @@ type window struct {
 // heldSlots counts the slots held in a copier's windows together, now and at most, for Stats.
 type heldSlots struct{ now, peak atomic.Int64 }
 
-func newWindow(slots int, held *heldSlots) *window {
-	return &window{tokens: make(chan struct{}, slots), held: held}
-}
-
 // acquire takes a slot, waiting while all are held until ctx is done.
 func (w *window) acquire(ctx context.Context) error {
+	if w.tryAcquire() {
+		return nil
+	}
+	w.waits.Add(1)
+	t0 := time.Now()
+	defer func() { w.waitNanos.Add(int64(time.Since(t0))) }()
 	select {
 	case w.tokens <- struct{}{}:
-	default:
-		w.waits.Add(1)
-		t0 := time.Now()
-		select {
-		case w.tokens <- struct{}{}:
-			w.waitNanos.Add(int64(time.Since(t0)))
-		case <-ctx.Done():
-			w.waitNanos.Add(int64(time.Since(t0)))
-			return ctx.Err()
-		}
-	}
-	w.taken()
-	return nil
-}
-
-// taken counts a slot just taken.
-func (w *window) taken() {
-	h := w.held.now.Add(1)
-	for {
-		p := w.held.peak.Load()
-		if h <= p || w.held.peak.CompareAndSwap(p, h) {
-			return
-		}
+		w.taken()
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -218,11 +180,18 @@ func (w *window) taken() {
 func (w *window) tryAcquire() bool {
 	select {
 	case w.tokens <- struct{}{}:
+		w.taken()
+		return true
 	default:
 		return false
 	}
-	w.taken()
-	return true
+}
+
+// taken counts a slot just taken.
+func (w *window) taken() {
+	h := w.held.now.Add(1)
+	for p := w.held.peak.Load(); h > p && !w.held.peak.CompareAndSwap(p, h); p = w.held.peak.Load() {
+	}
 }
 
 // release gives a slot back.

@@ -24,10 +24,9 @@
 //     lane whole chunks of its own.
 //
 // Streams (ToDeviceFrom, FromDeviceTo) and files (ToDeviceFromFile, FromDeviceToFile) move through
-// the same staging and lanes in pieces of Options.ChunkSize, each read or written straight into or
-// out of its staging buffer (a file's pieces in the page cache with pread, the others with
-// O_DIRECT), counted as one transfer under PathStream. Copier.PathOf reports a copy's path and
-// Copier.Stats counts the transfers per direction and path.
+// the same staging and lanes in pieces of Options.ChunkSize, read or written straight into or out
+// of staging, each call counted as one transfer under PathStream. Copier.PathOf reports a copy's
+// path and Copier.Stats counts the transfers per direction and path.
 //
 // The defaults of Options were measured on a PCIe Gen5 host; the package's benchmarks re-measure
 // them beside the driver's own copy: BenchmarkTransfer, BenchmarkStagedSizes, BenchmarkFrameStream

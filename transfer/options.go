@@ -28,29 +28,28 @@ type Options struct {
 	WindowBytes int64
 
 	// Lanes is the most goroutines that work on one staged transfer: the caller and up to Lanes-1
-	// standing lanes of the copier, which copy between pageable memory and staging in parallel with
-	// each other and with the DMA. Each direction has Lanes-1 standing lanes, shared among its
-	// transfers at once. 1 stages on the caller alone. A transfer within the window that finds the
-	// lanes asleep (more than LaneSpin after the one before) takes half of them: lanes that wake
-	// late find little left to copy. Zero means min(GOMAXPROCS, DefaultMaxLanes).
+	// standing lanes, which copy between pageable memory and staging in parallel with each other
+	// and with the DMA. Each direction has Lanes-1 standing lanes, shared among its transfers at
+	// once; 1 stages on the caller alone. A transfer within the window that finds the lanes asleep
+	// (more than LaneSpin after the one before) takes half of them: lanes that wake late find
+	// little left to copy. Zero means min(GOMAXPROCS, DefaultMaxLanes).
 	Lanes int
 
 	// LaneSpin is how long a standing lane keeps looking for the next staged transfer before it
-	// sleeps, after a transfer that came within LaneSpin of the one before it in the same direction
-	// (or overlapped it). A sleeping lane takes a thread wake-up to start; a spinning one burns up
-	// to (Lanes-1) × LaneSpin of CPU time after such a transfer. Transfers further apart, such as a
+	// sleeps, after a transfer that came within LaneSpin of the one before it in its direction (or
+	// overlapped it). A sleeping lane takes a thread wake-up to start; spinning lanes burn up to
+	// (Lanes-1) × LaneSpin of CPU time after such a transfer; transfers further apart, such as a
 	// paced stream of frames, pay no spin. Zero means DefaultLaneSpin; negative means never spin.
 	LaneSpin time.Duration
 
-	// DirectBelow is the size below which a copy of pageable memory skips staging and goes through
-	// the driver's synchronous copy, since for small copies staging costs more than it saves. Zero
-	// means DefaultDirectBelow; negative means never (always stage pageable memory).
+	// DirectBelow is the size below which a copy of pageable memory goes through the driver's
+	// synchronous copy, since for small copies staging costs more than it saves. Zero means
+	// DefaultDirectBelow; negative means never (always stage pageable memory).
 	DirectBelow int
 
 	// RegisterChunk is the most bytes one cuMemHostRegister call of Register page-locks: larger
-	// regions are registered in parts, since very large single registrations fail. It is a positive
-	// multiple of 4096, rounded up to the system page size where that is larger. Zero means
-	// DefaultRegisterChunk.
+	// regions are registered in parts, since very large single registrations fail. A positive
+	// multiple of 4096, rounded up to the system page size; zero means DefaultRegisterChunk.
 	RegisterChunk int64
 
 	// Prewarm makes New reserve one window's staging buffers in the pool (pinpool.Pool.Reserve), so
@@ -116,9 +115,7 @@ func (o Options) Defaults() (Options, error) {
 	case o.Lanes < 0:
 		return o, fmt.Errorf("%w: Lanes = %d", ErrInvalidOptions, o.Lanes)
 	}
-	// The same rule as cudahost.Options.RegisterChunk: the default for zero, rounded up to the
-	// system page size.
-	rc, err := cuda.RegisterChunkSize(o.RegisterChunk)
+	rc, err := cuda.RegisterChunkSize(o.RegisterChunk) // cudahost.Options.RegisterChunk's rule
 	if err != nil {
 		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}

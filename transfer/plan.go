@@ -5,8 +5,8 @@ package transfer
 
 // mode is how the lanes of a staged transfer share its work. Each of the two wins by far more than
 // a second mechanism's margin where it is used: the cooperative mode within the window, uploads
-// most (plan=chunked-only beside the default in BenchmarkStagedSizes), the chunked one above,
-// where lanes that wait for each other at every chunk cap the rate well below independent lanes
+// most (BenchmarkStagedSizes, plan=chunked-only beside the default), the chunked one above, where
+// lanes that wait for each other at every chunk cap the rate well below independent lanes
 // (BenchmarkStagedSizes, 64 MiB and up).
 type mode int
 
@@ -35,37 +35,31 @@ type plan struct {
 	lanes  int // lanes that work on it, the calling goroutine among them
 	buffer int // bytes of a staging buffer: Options.ChunkSize, one window slot
 
-	// streamOut: device to host, the bytes leave staging with streaming stores (copyOut), when no
-	// other transfer stages device to host.
+	// streamOut: device to host and no other transfer staging that way, the bytes leave staging
+	// with streaming stores (copyOut).
 	streamOut bool
-	// backToBack: device to host, cooperative, the transfer found its direction's lanes awake (it
-	// follows the last one closely). Then
-	//   - the caller issues the chunks' copies before it offers the transfer to the lanes, which
-	//     have nothing to do before the first chunk lands: the offer finds them spinning, and the
-	//     DMA starts sooner. Lanes asleep are offered the transfer first, so that they wake while
-	//     the copies are issued; woken after, they came late to the copy-out and a paced stream's
-	//     frames took longer;
-	//   - each stripe of staging is evicted from the CPU caches once copied out (evictBytes), so
-	//     that the next DMA into it, which comes at once, need not chase its lines there. A paced
-	//     stream reuses the staging milliseconds later; there the eviction cost CPU time and made
-	//     each frame slower, not faster;
-	// (BenchmarkFrameStream and BenchmarkPacedFrames, downloads, measure each rule.)
+	// backToBack: device to host, cooperative, the direction's lanes awake (the transfer follows
+	// the last one closely). The caller then issues the copies before it offers the transfer to
+	// the lanes, which have nothing to do before the first chunk lands; lanes asleep are offered it
+	// first, to wake while the copies are issued (woken after, they came late and a paced stream's
+	// frames took longer). And each stripe of staging is evicted from the CPU caches once copied
+	// out (evictBytes), so that the next DMA into it, which comes at once, need not chase its lines;
+	// a paced stream reuses staging milliseconds later, where eviction cost CPU time and made frames
+	// slower. BenchmarkFrameStream and BenchmarkPacedFrames, downloads, measure both rules.
 	backToBack bool
-	// handoff: back to back and staging alone (streamOut), the caller does not wait for the
-	// eviction: it returns once its bytes are copied out, and its lanes evict and give the staging
-	// back (coop.go). A second way to end a download, it stays for its measured gain: 1 MiB
-	// downloads back to back moved faster by more than a second mechanism's margin, frames faster
-	// for less CPU time (BenchmarkStagedSizes and BenchmarkFrameStream, plan=/copier=handoff-off).
+	// handoff: back to back and streamOut, the caller returns once its bytes are copied out and its
+	// lanes evict and give the staging back (coop.go). A second way to end a download, kept for its
+	// measured gain: 1 MiB downloads back to back moved faster by more than a second mechanism's
+	// margin, frames faster for less CPU time (BenchmarkStagedSizes and BenchmarkFrameStream,
+	// plan=/copier=handoff-off).
 	handoff bool
 
-	// chunked mode
-	depth int // chunks a lane keeps in flight before it completes its oldest
+	depth int // chunked: chunks a lane keeps in flight before it completes its oldest
 
-	// cooperative mode
-	perBuffer int // chunks that share one staging buffer
-	buffers   int // staging buffers the transfer holds
-	stripe    int // bytes of a chunk that a lane copies at a time
-	stripes   int // stripes of the whole transfer
+	perBuffer int // cooperative: chunks that share one staging buffer
+	buffers   int // cooperative: staging buffers the transfer holds
+	stripe    int // cooperative: bytes of a chunk that a lane copies at a time
+	stripes   int // cooperative: stripes of the whole transfer
 }
 
 // planStaging plans a staged transfer of n > 0 bytes in direction dir, when active transfers stage
@@ -151,29 +145,24 @@ type tuning struct {
 	// coopChunk is a cooperative transfer's chunk: small, so that the first DMA starts early and the
 	// last ends soon after the last CPU copy; several share one staging buffer.
 	coopChunk int
-	// coopShare is the share of the window a cooperative transfer may hold, per direction, as a
-	// divisor (zero: never cooperative). The cooperative mode stayed faster than the chunked one up
-	// to the whole window uploading, half of it downloading (BenchmarkStagedSizes).
+	// coopShare, per direction, divides the window into the share a cooperative transfer may hold
+	// (zero: never cooperative). The cooperative mode stayed faster than the chunked one up to the
+	// whole window uploading, half of it downloading (BenchmarkStagedSizes).
 	coopShare [2]int
-	// minStripe is the smallest part of a cooperative chunk that one lane copies: below it,
-	// claiming the work costs more than sharing it saves.
+	// minStripe is the smallest part of a cooperative chunk one lane copies: below it, claiming the
+	// work costs more than sharing it saves.
 	minStripe int
 	// minChunk is the smallest chunked-mode chunk when a transfer is cut finer to give lanes work.
 	minChunk int
-	// coldShare divides the lanes of a cooperative transfer that finds the lanes asleep (zero:
-	// all): lanes that wake late find the work done but pay their wake-up. Half the lanes moved a
-	// paced stream's frames as fast for less CPU time, both ways (BenchmarkPacedFrames,
-	// copier=all-lanes-asleep).
+	// coldShare divides the lanes of a cooperative transfer that finds them asleep (zero: all):
+	// lanes that wake late find the work done but pay their wake-up. Half the lanes moved a paced
+	// stream's frames as fast for less CPU time (BenchmarkPacedFrames, copier=all-lanes-asleep).
 	coldShare int
-	// handoff turns plan.handoff on.
-	handoff bool
+	handoff   bool // turns plan.handoff on
 }
 
 // defaultTuning is the tuning of every copier made by New.
 func defaultTuning() tuning {
-	return tuning{
-		coopChunk: 1 << 20,
-		coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
-		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2, handoff: true,
-	}
+	return tuning{coopChunk: 1 << 20, coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
+		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2, handoff: true}
 }

@@ -86,9 +86,8 @@ type counters struct {
 }
 
 type pathCounters struct {
-	n     atomic.Uint64
-	bytes atomic.Int64
-	nanos atomic.Int64
+	n            atomic.Uint64
+	bytes, nanos atomic.Int64
 }
 
 func (c *counters) record(d Direction, p Path, n int, dt time.Duration) {
