@@ -87,24 +87,12 @@ const (
 // wrapping ErrInvalidOptions for a field out of range. Lanes defaults from the GOMAXPROCS of the
 // moment.
 func (o Options) Defaults() (Options, error) {
-	if o.Streams == 0 {
-		o.Streams = DefaultStreams
-	}
-	if o.ChunkSize == 0 {
-		o.ChunkSize = DefaultChunkSize
-	}
-	if o.WindowBytes == 0 {
-		o.WindowBytes = max(DefaultWindowBytes, int64(o.ChunkSize))
-	}
-	if o.Lanes == 0 {
-		o.Lanes = min(runtime.GOMAXPROCS(0), DefaultMaxLanes)
-	}
-	if o.LaneSpin == 0 {
-		o.LaneSpin = DefaultLaneSpin
-	}
-	if o.DirectBelow == 0 {
-		o.DirectBelow = DefaultDirectBelow
-	}
+	orDefault(&o.Streams, DefaultStreams)
+	orDefault(&o.ChunkSize, DefaultChunkSize)
+	orDefault(&o.WindowBytes, max(DefaultWindowBytes, int64(o.ChunkSize)))
+	orDefault(&o.Lanes, min(runtime.GOMAXPROCS(0), DefaultMaxLanes))
+	orDefault(&o.LaneSpin, DefaultLaneSpin)
+	orDefault(&o.DirectBelow, DefaultDirectBelow)
 	switch {
 	case o.Streams < 2:
 		return o, fmt.Errorf("%w: Streams = %d (at least 2, one per direction)", ErrInvalidOptions, o.Streams)
@@ -126,3 +114,10 @@ func (o Options) Defaults() (Options, error) {
 // Slots is the number of staging buffers of ChunkSize bytes one direction's window holds
 // (WindowBytes/ChunkSize): what a pool must be able to give at once to one direction's transfers.
 func (o Options) Slots() int { return int(o.WindowBytes / int64(max(o.ChunkSize, 1))) }
+
+// orDefault sets *v to d where it is zero.
+func orDefault[T comparable](v *T, d T) {
+	if *v == *new(T) {
+		*v = d
+	}
+}
