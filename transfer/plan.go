@@ -19,12 +19,7 @@ const (
 	cooperative
 )
 
-func (m mode) String() string {
-	if m == cooperative {
-		return "cooperative"
-	}
-	return "chunked"
-}
+func (m mode) String() string { return [...]string{"chunked", "cooperative"}[m] }
 
 // plan is how one staged transfer of n bytes runs.
 type plan struct {
@@ -64,10 +59,9 @@ type plan struct {
 
 // planStaging plans a staged transfer of n > 0 bytes in direction dir, when active transfers stage
 // that way at once (this one among them) and the direction's lanes are asleep or not. Options.Lanes
-// are shared among the active transfers, two at least (each caller is a lane, and more only
-// contend). The transfer runs cooperatively when it has two lanes and its staging fits its share of
-// the window (tuning.coopShare), else chunked, in chunks of ChunkSize or less (down to minChunk)
-// when that gives every lane a chunk.
+// are shared among the active transfers, two at least (each caller is a lane; more only contend).
+// The transfer runs cooperatively when it has two lanes and its staging fits its share of the
+// window (tuning.coopShare), else chunked, in chunks cut finer when that gives every lane one.
 func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
 	if active > 1 {
@@ -88,21 +82,17 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 			if asleep && t.coldShare > 1 {
 				lanes = max(2, ceilDiv(lanes, t.coldShare))
 			}
-			return plan{
-				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
-				streamOut: streamOut, backToBack: dir == DeviceToHost && !asleep,
-				handoff:   dir == DeviceToHost && !asleep && streamOut && t.handoff,
-				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
-			}
+			back := dir == DeviceToHost && !asleep
+			return plan{mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
+				streamOut: streamOut, backToBack: back, handoff: back && streamOut && t.handoff,
+				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes}
 		}
 	}
 	chunk := chunkFor(n, buf, lanes, t.minChunk)
 	chunks := ceilDiv(n, chunk)
 	lanes = min(lanes, chunks)
-	return plan{
-		mode: chunked, n: n, chunk: chunk, chunks: chunks, lanes: lanes, buffer: buf, streamOut: streamOut,
-		depth: max(2, ceilDiv(o.Slots(), lanes)),
-	}
+	return plan{mode: chunked, n: n, chunk: chunk, chunks: chunks, lanes: lanes, buffer: buf, streamOut: streamOut,
+		depth: max(2, ceilDiv(o.Slots(), lanes))}
 }
 
 // chunkFor is the chunk size of a chunked transfer of n bytes: chunk, or less when that would leave
@@ -135,7 +125,6 @@ func (p *plan) stripesOf(i int) int {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
 func roundUp(a, m int) int { return ceilDiv(a, m) * m }
 
 // tuning holds the staging plan's measured constants: not options, since a user has no way to know

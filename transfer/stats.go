@@ -75,56 +75,47 @@ func gbps(n int64, d time.Duration) float64 {
 
 // counters are the copier's live counters.
 type counters struct {
-	path             [2][numPaths]pathCounters
-	chunks           atomic.Uint64
-	lanes            atomic.Uint64 // lanes that worked on staged transfers, callers included
-	helped           atomic.Uint64 // stripes of shared copy-outs copied by a lane that did not own the chunk
-	handedOff        atomic.Uint64 // downloads whose staging a lane gave back after the caller returned (coop.go)
+	chunks    atomic.Uint64
+	lanes     atomic.Uint64 // lanes that worked on staged transfers, callers included
+	helped    atomic.Uint64 // stripes of shared copy-outs copied by a lane that did not own the chunk
+	handedOff atomic.Uint64 // downloads whose staging a lane gave back after the caller returned (coop.go)
+
 	failed, canceled atomic.Uint64
-	lastMu           sync.Mutex
+	mu               sync.Mutex // path and last
+	path             [2][numPaths]PathStats
 	last             LastTransfer
 }
 
-type pathCounters struct {
-	n            atomic.Uint64
-	bytes, nanos atomic.Int64
-}
-
+// record counts a transfer of n bytes that finished without error.
 func (c *counters) record(d Direction, p Path, n int, dt time.Duration) {
-	pc := &c.path[d][p]
-	pc.n.Add(1)
-	pc.bytes.Add(int64(n))
-	pc.nanos.Add(int64(dt))
-	c.lastMu.Lock()
+	c.mu.Lock()
+	ps := &c.path[d][p]
+	ps.Transfers, ps.Bytes, ps.Time = ps.Transfers+1, ps.Bytes+int64(n), ps.Time+dt
 	c.last = LastTransfer{Direction: d, Path: p, Bytes: int64(n), Time: dt}
-	c.lastMu.Unlock()
-}
-
-func (c *counters) dir(d Direction) DirectionStats {
-	get := func(p Path) PathStats {
-		pc := &c.path[d][p]
-		return PathStats{Transfers: pc.n.Load(), Bytes: pc.bytes.Load(), Time: time.Duration(pc.nanos.Load())}
-	}
-	return DirectionStats{Direct: get(PathDirect), Staged: get(PathStaged), Pinned: get(PathPinned), Registered: get(PathRegistered), Stream: get(PathStream)}
+	c.mu.Unlock()
 }
 
 // Stats returns a snapshot of the copier's counters. It is cheap and safe to call at any time, also
 // after Close.
 func (c *Copier) Stats() Stats {
-	st := Stats{
-		ToDevice:        c.stats.dir(HostToDevice),
-		FromDevice:      c.stats.dir(DeviceToHost),
-		Chunks:          c.stats.chunks.Load(),
+	s := &c.stats
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dir := func(d Direction) DirectionStats {
+		p := &s.path[d]
+		return DirectionStats{Direct: p[PathDirect], Staged: p[PathStaged], Pinned: p[PathPinned], Registered: p[PathRegistered], Stream: p[PathStream]}
+	}
+	return Stats{
+		ToDevice:        dir(HostToDevice),
+		FromDevice:      dir(DeviceToHost),
+		Chunks:          s.chunks.Load(),
 		StagingWaits:    c.wins[0].waits.Load() + c.wins[1].waits.Load(),
 		StagingWaitTime: time.Duration(c.wins[0].waitNanos.Load() + c.wins[1].waitNanos.Load()),
 		StagingBytes:    c.held.now.Load() * int64(c.opt.ChunkSize),
 		PeakStaging:     c.held.peak.Load() * int64(c.opt.ChunkSize),
 		WindowBytes:     int64(c.opt.Slots()) * int64(c.opt.ChunkSize),
-		Failed:          c.stats.failed.Load(),
-		Canceled:        c.stats.canceled.Load(),
+		Failed:          s.failed.Load(),
+		Canceled:        s.canceled.Load(),
+		Last:            s.last,
 	}
-	c.stats.lastMu.Lock()
-	st.Last = c.stats.last
-	c.stats.lastMu.Unlock()
-	return st
 }
