@@ -149,9 +149,8 @@ func (c *Copier) Close() error {
 // direction has its own, as it has its own lanes: both ways at once sharing one window and one set
 // of lanes moved far less (BenchmarkBothWays).
 type window struct {
-	tokens chan struct{}
-	held   *heldSlots // shared by the copier's windows
-
+	tokens    chan struct{}
+	held      *heldSlots // shared by the copier's windows
 	waits     atomic.Uint64
 	waitNanos atomic.Int64
 }

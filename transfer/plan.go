@@ -33,20 +33,19 @@ type plan struct {
 	// streamOut: device to host and no other transfer staging that way, the bytes leave staging
 	// with streaming stores (copyOut).
 	streamOut bool
-	// backToBack: device to host, cooperative, the direction's lanes awake (the transfer follows
-	// the last one closely). The caller then issues the copies before it offers the transfer to
-	// the lanes, which have nothing to do before the first chunk lands; lanes asleep are offered it
-	// first, to wake while the copies are issued (woken after, they came late and a paced stream's
-	// frames took longer). And each stripe of staging is evicted from the CPU caches once copied
-	// out (evictBytes), so that the next DMA into it, which comes at once, need not chase its lines;
-	// a paced stream reuses staging milliseconds later, where eviction cost CPU time and made frames
-	// slower. BenchmarkFrameStream and BenchmarkPacedFrames, downloads, measure both rules.
+	// backToBack: device to host, cooperative, the direction's lanes awake. The caller issues the
+	// copies before it offers the transfer to the lanes, which have nothing to do before the first
+	// chunk lands (lanes asleep are offered it first, to wake while the copies are issued: woken
+	// after, they came late and paced frames took longer); and each stripe of staging is evicted
+	// once copied out (evictBytes), so that the next DMA into it, which comes at once, need not
+	// chase its lines in the CPU caches (a paced stream's next DMA comes milliseconds later, and
+	// there eviction made frames slower for more CPU time). BenchmarkFrameStream and
+	// BenchmarkPacedFrames, downloads, measure both rules.
 	backToBack bool
-	// handoff: back to back and streamOut, the caller returns once its bytes are copied out and its
+	// handoff: back to back and streamOut, the caller returns once its bytes are copied out, and its
 	// lanes evict and give the staging back (coop.go). A second way to end a download, kept for its
-	// measured gain: 1 MiB downloads back to back moved faster by more than a second mechanism's
-	// margin, frames faster for less CPU time (BenchmarkStagedSizes and BenchmarkFrameStream,
-	// plan=/copier=handoff-off).
+	// gain beyond a second mechanism's margin on 1 MiB downloads back to back, and frames faster for
+	// less CPU time (BenchmarkStagedSizes, BenchmarkFrameStream: plan=/copier=handoff-off).
 	handoff bool
 
 	depth int // chunked: chunks a lane keeps in flight before it completes its oldest

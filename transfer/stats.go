@@ -75,11 +75,10 @@ func gbps(n int64, d time.Duration) float64 {
 
 // counters are the copier's live counters.
 type counters struct {
-	chunks    atomic.Uint64
-	lanes     atomic.Uint64 // lanes that worked on staged transfers, callers included
-	helped    atomic.Uint64 // stripes of shared copy-outs copied by a lane that did not own the chunk
-	handedOff atomic.Uint64 // downloads whose staging a lane gave back after the caller returned (coop.go)
-
+	chunks           atomic.Uint64
+	lanes            atomic.Uint64 // lanes that worked on staged transfers, callers included
+	helped           atomic.Uint64 // stripes of shared copy-outs copied by a lane that did not own the chunk
+	handedOff        atomic.Uint64 // downloads whose staging a lane gave back after the caller returned (coop.go)
 	failed, canceled atomic.Uint64
 	mu               sync.Mutex // path and last
 	path             [2][numPaths]PathStats
