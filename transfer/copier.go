@@ -47,11 +47,10 @@ type Copier struct {
 	inflight sync.WaitGroup
 }
 
-// New makes a copier for the device of ctx that stages through pinned buffers of pool. The pool's
-// memory must be pinned for ctx's device: a pool over pinpool.CUDABackend(b) where b.Context() ==
-// ctx (a pool over host memory locked with mlock only is refused by the driver at the first staged
-// copy, with cuda.ErrNotPinned). The pool and the context must outlive the copier. See Options for
-// the defaults.
+// New makes a copier for the device of ctx that stages through pinned buffers of pool, which must
+// be pinned for ctx's device: a pool over pinpool.CUDABackend(b) where b.Context() == ctx (a pool
+// over memory locked with mlock only is refused by the driver at the first staged copy, with
+// cuda.ErrNotPinned). The pool and the context must outlive the copier.
 func New(pool *pinpool.Pool, ctx *cuda.Context, opt Options) (*Copier, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil cuda.Context", ErrInvalidOptions)

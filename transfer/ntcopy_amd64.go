@@ -33,9 +33,7 @@ func streamBytes(dst, src []byte) {
 // lines around a slice may begin before it (onLines keeps the slice alive).
 func flushLines(p, n uintptr)
 func demoteLines(p, n uintptr)
-
-// cpuid7EBX returns EBX of CPUID leaf 7, subleaf 0.
-func cpuid7EBX() uint32
+func cpuid7EBX() uint32 // EBX of CPUID leaf 7, subleaf 0
 
 // canEvict reports whether the CPU has CLFLUSHOPT (CPUID.7.0:EBX bit 23).
 var canEvict = cpuid7EBX()&(1<<23) != 0

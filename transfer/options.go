@@ -20,19 +20,17 @@ type Options struct {
 	// most this size, each one asynchronous copy. Zero means DefaultChunkSize.
 	ChunkSize int
 
-	// WindowBytes bounds the pinned staging memory held by the copier's transfers in one direction
-	// (WindowBytes/ChunkSize buffers; a transfer waits for one beyond that). Each direction has a
-	// window of its own, since the two run on separate copy engines: both ways at once hold up to
-	// twice WindowBytes. It must hold at least one chunk; two or more let CPU copies overlap DMA.
-	// Zero means DefaultWindowBytes.
+	// WindowBytes bounds the pinned staging held by the copier's transfers in one direction
+	// (WindowBytes/ChunkSize buffers; a transfer waits for one beyond that); each direction, on its
+	// own copy engine, has its own window. It must hold one chunk; two or more let CPU copies
+	// overlap DMA. Zero means DefaultWindowBytes.
 	WindowBytes int64
 
 	// Lanes is the most goroutines that work on one staged transfer: the caller and up to Lanes-1
-	// standing lanes, which copy between pageable memory and staging in parallel with each other
-	// and with the DMA. Each direction has Lanes-1 standing lanes, shared among its transfers at
-	// once; 1 stages on the caller alone. A transfer within the window that finds the lanes asleep
-	// (more than LaneSpin after the one before) takes half of them: lanes that wake late find
-	// little left to copy. Zero means min(GOMAXPROCS, DefaultMaxLanes).
+	// standing lanes (a set per direction, shared among its transfers) copying between pageable
+	// memory and staging alongside the DMA; 1 stages on the caller alone. A transfer within the
+	// window that finds them asleep (more than LaneSpin after the one before) takes half: lanes that
+	// wake late find little left to copy. Zero means min(GOMAXPROCS, DefaultMaxLanes).
 	Lanes int
 
 	// LaneSpin is how long a standing lane keeps looking for the next staged transfer before it

@@ -35,12 +35,9 @@ type DirectionStats struct {
 }
 
 // Total sums the paths.
-func (d DirectionStats) Total() PathStats {
-	var t PathStats
+func (d DirectionStats) Total() (t PathStats) {
 	for _, p := range []PathStats{d.Direct, d.Staged, d.Pinned, d.Registered, d.Stream} {
-		t.Transfers += p.Transfers
-		t.Bytes += p.Bytes
-		t.Time += p.Time
+		t.Transfers, t.Bytes, t.Time = t.Transfers+p.Transfers, t.Bytes+p.Bytes, t.Time+p.Time
 	}
 	return t
 }
