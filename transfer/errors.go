@@ -65,7 +65,6 @@ var (
 	ErrNotMapped = cuda.ErrNotMapped
 )
 
-// alreadyRegistered is ErrAlreadyRegistered's type: an error that is also ErrRegister.
 type alreadyRegistered struct{}
 
 func (alreadyRegistered) Error() string {

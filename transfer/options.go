@@ -27,10 +27,11 @@ type Options struct {
 	WindowBytes int64
 
 	// Lanes is the most goroutines that work on one staged transfer: the caller and up to Lanes-1
-	// standing lanes (a set per direction, shared among its transfers) copying between pageable
-	// memory and staging alongside the DMA; 1 stages on the caller alone. A transfer within the
-	// window that finds them asleep (more than LaneSpin after the one before) takes half: lanes that
-	// wake late find little left to copy. Zero means min(GOMAXPROCS, DefaultMaxLanes).
+	// standing lanes of the copier, which copy between pageable memory and staging in parallel with
+	// each other and with the DMA. Each direction has Lanes-1 standing lanes, shared among its
+	// transfers at once. 1 stages on the caller alone. A transfer within the window that finds the
+	// lanes asleep (more than LaneSpin after the one before) takes half of them: lanes that wake
+	// late find little left to copy. Zero means min(GOMAXPROCS, DefaultMaxLanes).
 	Lanes int
 
 	// LaneSpin is how long a standing lane keeps looking for the next staged transfer before it
@@ -58,8 +59,8 @@ type Options struct {
 // Defaults of the zero Options, measured by BenchmarkStagedTuning, BenchmarkFrameStream and
 // BenchmarkPacedFrames.
 const (
-	// DefaultStreams is one stream per direction.
-	DefaultStreams = 2
+	DefaultStreams       = 2                         // one stream per direction
+	DefaultRegisterChunk = cuda.DefaultRegisterChunk // as for cudahost
 	// DefaultChunkSize is 2 MiB: small enough that the DMA of a large transfer starts early and
 	// each lane holds several chunks in flight, large enough that the copy engine's pause between
 	// copies costs little; 4 MiB chunks made the lanes' copies slower (BenchmarkStagedTuning).
@@ -77,8 +78,6 @@ const (
 	// DefaultDirectBelow is 1 MiB: from there on staging beat the driver's own copy of pageable
 	// memory both ways; a transfer after a pause, whose lanes must wake, is level with it there.
 	DefaultDirectBelow = 1 << 20
-	// DefaultRegisterChunk is cuda.DefaultRegisterChunk, as for cudahost.
-	DefaultRegisterChunk = cuda.DefaultRegisterChunk
 )
 
 // Defaults returns o with every zero field set to its default, as New applies them, or an error

@@ -81,10 +81,12 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 			if asleep && t.coldShare > 1 {
 				lanes = max(2, ceilDiv(lanes, t.coldShare))
 			}
-			back := dir == DeviceToHost && !asleep
-			return plan{mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
-				streamOut: streamOut, backToBack: back, handoff: back && streamOut && t.handoff,
-				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes}
+			return plan{
+				mode: cooperative, n: n, chunk: chunk, chunks: chunks, lanes: min(lanes, stripes), buffer: buf,
+				streamOut: streamOut, backToBack: dir == DeviceToHost && !asleep,
+				handoff:   dir == DeviceToHost && !asleep && streamOut && t.handoff,
+				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
+			}
 		}
 	}
 	chunk := chunkFor(n, buf, lanes, t.minChunk)
@@ -133,24 +135,29 @@ type tuning struct {
 	// coopChunk is a cooperative transfer's chunk: small, so that the first DMA starts early and the
 	// last ends soon after the last CPU copy; several share one staging buffer.
 	coopChunk int
-	// coopShare, per direction, divides the window into the share a cooperative transfer may hold
-	// (zero: never cooperative). The cooperative mode stayed faster than the chunked one up to the
-	// whole window uploading, half of it downloading (BenchmarkStagedSizes).
+	// coopShare is the share of the window a cooperative transfer may hold, per direction, as a
+	// divisor (zero: never cooperative). The cooperative mode stayed faster than the chunked one up
+	// to the whole window uploading, half of it downloading (BenchmarkStagedSizes).
 	coopShare [2]int
-	// minStripe is the smallest part of a cooperative chunk one lane copies: below it, claiming the
-	// work costs more than sharing it saves.
+	// minStripe is the smallest part of a cooperative chunk that one lane copies: below it,
+	// claiming the work costs more than sharing it saves.
 	minStripe int
 	// minChunk is the smallest chunked-mode chunk when a transfer is cut finer to give lanes work.
 	minChunk int
-	// coldShare divides the lanes of a cooperative transfer that finds them asleep (zero: all):
-	// lanes that wake late find the work done but pay their wake-up. Half the lanes moved a paced
-	// stream's frames as fast for less CPU time (BenchmarkPacedFrames, copier=all-lanes-asleep).
+	// coldShare divides the lanes of a cooperative transfer that finds the lanes asleep (zero:
+	// all): lanes that wake late find the work done but pay their wake-up. Half the lanes moved a
+	// paced stream's frames as fast for less CPU time, both ways (BenchmarkPacedFrames,
+	// copier=all-lanes-asleep).
 	coldShare int
-	handoff   bool // turns plan.handoff on
+	// handoff turns plan.handoff on.
+	handoff bool
 }
 
 // defaultTuning is the tuning of every copier made by New.
 func defaultTuning() tuning {
-	return tuning{coopChunk: 1 << 20, coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
-		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2, handoff: true}
+	return tuning{
+		coopChunk: 1 << 20,
+		coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
+		minStripe: 64 << 10, minChunk: 256 << 10, coldShare: 2, handoff: true,
+	}
 }

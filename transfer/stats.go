@@ -50,7 +50,12 @@ type PathStats struct {
 }
 
 // GBps is the cumulative bandwidth, Bytes/Time in 10^9 bytes per second (0 before any transfer).
-func (p PathStats) GBps() float64 { return gbps(p.Bytes, p.Time) }
+func (p PathStats) GBps() float64 {
+	if p.Time <= 0 {
+		return 0
+	}
+	return float64(p.Bytes) / p.Time.Seconds() / 1e9
+}
 
 // LastTransfer describes one finished transfer.
 type LastTransfer struct {
@@ -61,14 +66,7 @@ type LastTransfer struct {
 }
 
 // GBps is the transfer's achieved bandwidth in 10^9 bytes per second.
-func (l LastTransfer) GBps() float64 { return gbps(l.Bytes, l.Time) }
-
-func gbps(n int64, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds() / 1e9
-}
+func (l LastTransfer) GBps() float64 { return PathStats{Bytes: l.Bytes, Time: l.Time}.GBps() }
 
 // counters are the copier's live counters.
 type counters struct {
