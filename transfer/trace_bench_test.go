@@ -60,12 +60,7 @@ func BenchmarkStagedTrace(b *testing.B) {
 		if tc.opt != nil {
 			tc.opt(&opt)
 		}
-		restore := allCPUs() // see g.copier
-		c, err := newCopier(g.pool, tracedDevice{cudaDevice{g.ctx}, tr}, opt, tu)
-		restore()
-		if err != nil {
-			b.Fatal(err)
-		}
+		c := g.copierOn(b, tracedDevice{cudaDevice{g.ctx}, tr}, opt, tu)
 		for _, n := range sizes {
 			for _, d := range []Direction{HostToDevice, DeviceToHost} {
 				for _, src := range []string{"pageable", "pinned"} {
