@@ -47,8 +47,7 @@ func BenchmarkStagedTrace(b *testing.B) {
 	maxN := slices.Max(sizes)
 	dev := g.devMem(b, maxN)
 	host := randomBytes(maxN, 22)
-	pinned, release := gpuHost(b, g, g.copier(b, Options{}), PathPinned, maxN)
-	defer release()
+	pinned := g.pinnedMem(b, maxN)
 	copy(pinned, host)
 	for _, tc := range traceCopiers {
 		tr := &trace{}
