@@ -143,6 +143,31 @@ func (c *Copier) Close() error {
 	return nil
 }
 
+// Stats returns a snapshot of the copier's counters. It is cheap and safe to call at any time, also
+// after Close.
+func (c *Copier) Stats() Stats {
+	s := &c.stats
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dir := func(d Direction) DirectionStats {
+		p := &s.path[d]
+		return DirectionStats{Direct: p[PathDirect], Staged: p[PathStaged], Pinned: p[PathPinned], Registered: p[PathRegistered], Stream: p[PathStream]}
+	}
+	return Stats{
+		ToDevice:        dir(HostToDevice),
+		FromDevice:      dir(DeviceToHost),
+		Chunks:          s.chunks.Load(),
+		StagingWaits:    c.wins[0].waits.Load() + c.wins[1].waits.Load(),
+		StagingWaitTime: time.Duration(c.wins[0].waitNanos.Load() + c.wins[1].waitNanos.Load()),
+		StagingBytes:    c.held.now.Load() * int64(c.opt.ChunkSize),
+		PeakStaging:     c.held.peak.Load() * int64(c.opt.ChunkSize),
+		WindowBytes:     int64(c.opt.Slots()) * int64(c.opt.ChunkSize),
+		Failed:          s.failed.Load(),
+		Canceled:        s.canceled.Load(),
+		Last:            s.last,
+	}
+}
+
 // window bounds the staging held by a copier's transfers in one direction: a semaphore of slots, one
 // per staging buffer, taken before the buffer and given back after its copy has completed. Each
 // direction has its own, as it has its own lanes: both ways at once sharing one window and one set

@@ -88,28 +88,3 @@ func (c *counters) record(d Direction, p Path, n int, dt time.Duration) {
 	c.last = LastTransfer{Direction: d, Path: p, Bytes: int64(n), Time: dt}
 	c.mu.Unlock()
 }
-
-// Stats returns a snapshot of the copier's counters. It is cheap and safe to call at any time, also
-// after Close.
-func (c *Copier) Stats() Stats {
-	s := &c.stats
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	dir := func(d Direction) DirectionStats {
-		p := &s.path[d]
-		return DirectionStats{Direct: p[PathDirect], Staged: p[PathStaged], Pinned: p[PathPinned], Registered: p[PathRegistered], Stream: p[PathStream]}
-	}
-	return Stats{
-		ToDevice:        dir(HostToDevice),
-		FromDevice:      dir(DeviceToHost),
-		Chunks:          s.chunks.Load(),
-		StagingWaits:    c.wins[0].waits.Load() + c.wins[1].waits.Load(),
-		StagingWaitTime: time.Duration(c.wins[0].waitNanos.Load() + c.wins[1].waitNanos.Load()),
-		StagingBytes:    c.held.now.Load() * int64(c.opt.ChunkSize),
-		PeakStaging:     c.held.peak.Load() * int64(c.opt.ChunkSize),
-		WindowBytes:     int64(c.opt.Slots()) * int64(c.opt.ChunkSize),
-		Failed:          s.failed.Load(),
-		Canceled:        s.canceled.Load(),
-		Last:            s.last,
-	}
-}
