@@ -108,8 +108,7 @@ func (o Options) Defaults() (Options, error) {
 	return o, nil
 }
 
-// Slots is the number of staging buffers of ChunkSize bytes one direction's window holds
-// (WindowBytes/ChunkSize): what a pool must be able to give at once to one direction's transfers.
+// Slots is WindowBytes/ChunkSize: the staging buffers a pool must give one direction at once.
 func (o Options) Slots() int { return int(o.WindowBytes / int64(max(o.ChunkSize, 1))) }
 
 // orDefault sets *v to d where it is zero.
