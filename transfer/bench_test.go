@@ -72,16 +72,7 @@ func BenchmarkTransfer(b *testing.B) {
 	pageable := randomBytes(maxN, 1)
 	auto := g.copier(b, Options{})
 	staged := g.copier(b, Options{DirectBelow: -1})
-	pinned, err := g.pool.Get(ctx, maxN)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pinned.Release()
-	pinned2, err := g.pool.Get(ctx, maxN)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pinned2.Release()
+	pinned, pinned2 := g.pinnedMem(b, maxN), g.pinnedMem(b, maxN)
 	regMem := randomBytes(maxN, 2)
 	reg, err := auto.Register(regMem)
 	if err != nil {
@@ -114,7 +105,7 @@ func BenchmarkTransfer(b *testing.B) {
 		}},
 		{"auto", copier(auto, pageable)},
 		{"staged", copier(staged, pageable)},
-		{"pinned", copier(auto, pinned.Bytes())},
+		{"pinned", copier(auto, pinned)},
 		{"registered", copier(auto, regMem)},
 		{"mapped", func(d Direction, n int) error {
 			var err error
@@ -148,8 +139,8 @@ func BenchmarkTransfer(b *testing.B) {
 			defer allCPUs()() // the testing package sets -test.cpu's GOMAXPROCS for each leaf
 			b.SetBytes(2 * int64(n))
 			for b.Loop() {
-				up := auto.ToDeviceAsync(ctx, dev.Ptr(), pinned.Bytes()[:n])
-				if err := auto.FromDevice(ctx, pinned2.Bytes()[:n], dev2.Ptr()); err != nil {
+				up := auto.ToDeviceAsync(ctx, dev.Ptr(), pinned[:n])
+				if err := auto.FromDevice(ctx, pinned2[:n], dev2.Ptr()); err != nil {
 					b.Fatal(err)
 				}
 				if err := up.Wait(); err != nil {

@@ -27,10 +27,7 @@ func BenchmarkBothWays(b *testing.B) {
 	src, dst := randomBytes(maxN, 31), randomBytes(maxN, 32)
 	one := g.copier(b, Options{DirectBelow: -1})
 	other := g.copier(b, Options{DirectBelow: -1})
-	p1, release1 := gpuHost(b, g, one, PathPinned, maxN)
-	defer release1()
-	p2, release2 := gpuHost(b, g, one, PathPinned, maxN)
-	defer release2()
+	p1, p2 := g.pinnedMem(b, maxN), g.pinnedMem(b, maxN)
 	cases := []struct {
 		name     string
 		h2d, d2h *Copier // nil: that direction does not run

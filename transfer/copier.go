@@ -31,8 +31,8 @@ type Copier struct {
 	opt  Options
 	tune tuning
 
-	h2d, d2h []stream
-	rr       [2]atomic.Uint32 // round robin over each direction's streams
+	streams []stream         // the first half (rounded up) host to device, the rest device to host
+	rr      [2]atomic.Uint32 // round robin over each direction's streams
 
 	wins    [2]*window        // per direction (below)
 	held    heldSlots         // the slots held in both windows
@@ -47,11 +47,10 @@ type Copier struct {
 	inflight sync.WaitGroup
 }
 
-// New makes a copier for the device of ctx that stages through pinned buffers of pool. The pool's
-// memory must be pinned for ctx's device: a pool over pinpool.CUDABackend(b) where b.Context() ==
-// ctx (a pool over host memory locked with mlock only is refused by the driver at the first staged
-// copy, with cuda.ErrNotPinned). The pool and the context must outlive the copier. See Options for
-// the defaults.
+// New makes a copier for the device of ctx that stages through pinned buffers of pool, which must
+// be pinned for ctx's device: a pool over pinpool.CUDABackend(b) where b.Context() == ctx (a pool
+// over memory locked with mlock only is refused by the driver at the first staged copy, with
+// cuda.ErrNotPinned). The pool and the context must outlive the copier.
 func New(pool *pinpool.Pool, ctx *cuda.Context, opt Options) (*Copier, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil cuda.Context", ErrInvalidOptions)
@@ -68,33 +67,25 @@ func newCopier(pool *pinpool.Pool, dev device, opt Options, t tuning) (*Copier, 
 	if err != nil {
 		return nil, err
 	}
-	c := &Copier{pool: pool, dev: dev, opt: o, tune: t, events: events{dev: dev}}
-	c.regs.chunk = int(o.RegisterChunk)
-	streams := make([]stream, 0, o.Streams)
-	for range o.Streams {
-		s, err := dev.newStream()
-		if err != nil {
-			for _, s := range streams {
-				s.destroy()
-			}
-			return nil, fmt.Errorf("transfer: creating stream %d of %d: %w", len(streams)+1, o.Streams, err)
-		}
-		streams = append(streams, s)
-	}
-	half := (o.Streams + 1) / 2
-	c.h2d, c.d2h = streams[:half], streams[half:]
-	for d := range c.wins {
-		c.wins[d] = newWindow(o.Slots(), &c.held)
-	}
 	if o.Prewarm {
 		if err := pool.Reserve(o.ChunkSize, o.Slots()); err != nil {
-			for _, s := range streams {
-				s.destroy()
-			}
 			return nil, fmt.Errorf("%w: prewarming %d buffers of %d bytes: %w", ErrStaging, o.Slots(), o.ChunkSize, err)
 		}
 	}
-	for d := range c.lanes {
+	c := &Copier{pool: pool, dev: dev, opt: o, tune: t, events: events{dev: dev}}
+	c.regs.chunk = int(o.RegisterChunk)
+	for range o.Streams {
+		s, err := dev.newStream()
+		if err != nil {
+			for _, s := range c.streams {
+				s.destroy()
+			}
+			return nil, fmt.Errorf("transfer: creating stream %d of %d: %w", len(c.streams)+1, o.Streams, err)
+		}
+		c.streams = append(c.streams, s)
+	}
+	for d := range 2 {
+		c.wins[d] = &window{tokens: make(chan struct{}, o.Slots()), held: &c.held}
 		c.lanes[d] = newStandingLanes(o.Lanes-1, o.LaneSpin)
 	}
 	return c, nil
@@ -118,12 +109,10 @@ func (c *Copier) end() { c.inflight.Done() }
 
 // stream returns the next stream of direction d, round robin.
 func (c *Copier) stream(d Direction) stream {
-	ss := c.h2d
+	half := (len(c.streams) + 1) / 2
+	ss := c.streams[:half]
 	if d == DeviceToHost {
-		ss = c.d2h
-	}
-	if len(ss) == 1 {
-		return ss[0]
+		ss = c.streams[half:]
 	}
 	return ss[int(c.rr[d].Add(1))%len(ss)]
 }
@@ -144,25 +133,39 @@ func (c *Copier) Close() error {
 	for _, l := range c.lanes {
 		l.stop()
 	}
-	var errs []error
-	if err := c.regs.closeAll(); err != nil {
-		errs = append(errs, err)
+	errs := []error{c.regs.closeAll()}
+	for _, s := range c.streams {
+		errs = append(errs, s.synchronize(), s.destroy())
 	}
-	for _, s := range append(append([]stream(nil), c.h2d...), c.d2h...) {
-		if err := s.synchronize(); err != nil {
-			errs = append(errs, err)
-		}
-		if err := s.destroy(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := c.events.close(); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("transfer: closing: %w", errors.Join(errs...))
+	if err := errors.Join(append(errs, c.events.close())...); err != nil {
+		return fmt.Errorf("transfer: closing: %w", err)
 	}
 	return nil
+}
+
+// Stats returns a snapshot of the copier's counters. It is cheap and safe to call at any time, also
+// after Close.
+func (c *Copier) Stats() Stats {
+	s := &c.stats
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dir := func(d Direction) DirectionStats {
+		p := &s.path[d]
+		return DirectionStats{Direct: p[PathDirect], Staged: p[PathStaged], Pinned: p[PathPinned], Registered: p[PathRegistered], Stream: p[PathStream]}
+	}
+	return Stats{
+		ToDevice:        dir(HostToDevice),
+		FromDevice:      dir(DeviceToHost),
+		Chunks:          s.chunks.Load(),
+		StagingWaits:    c.wins[0].waits.Load() + c.wins[1].waits.Load(),
+		StagingWaitTime: time.Duration(c.wins[0].waitNanos.Load() + c.wins[1].waitNanos.Load()),
+		StagingBytes:    c.held.now.Load() * int64(c.opt.ChunkSize),
+		PeakStaging:     c.held.peak.Load() * int64(c.opt.ChunkSize),
+		WindowBytes:     int64(c.opt.Slots()) * int64(c.opt.ChunkSize),
+		Failed:          s.failed.Load(),
+		Canceled:        s.canceled.Load(),
+		Last:            s.last,
+	}
 }
 
 // window bounds the staging held by a copier's transfers in one direction: a semaphore of slots, one
@@ -170,9 +173,8 @@ func (c *Copier) Close() error {
 // direction has its own, as it has its own lanes: both ways at once sharing one window and one set
 // of lanes moved far less (BenchmarkBothWays).
 type window struct {
-	tokens chan struct{}
-	held   *heldSlots // shared by the copier's windows
-
+	tokens    chan struct{}
+	held      *heldSlots // shared by the copier's windows
 	waits     atomic.Uint64
 	waitNanos atomic.Int64
 }
@@ -180,37 +182,20 @@ type window struct {
 // heldSlots counts the slots held in a copier's windows together, now and at most, for Stats.
 type heldSlots struct{ now, peak atomic.Int64 }
 
-func newWindow(slots int, held *heldSlots) *window {
-	return &window{tokens: make(chan struct{}, slots), held: held}
-}
-
 // acquire takes a slot, waiting while all are held until ctx is done.
 func (w *window) acquire(ctx context.Context) error {
+	if w.tryAcquire() {
+		return nil
+	}
+	w.waits.Add(1)
+	t0 := time.Now()
+	defer func() { w.waitNanos.Add(int64(time.Since(t0))) }()
 	select {
 	case w.tokens <- struct{}{}:
-	default:
-		w.waits.Add(1)
-		t0 := time.Now()
-		select {
-		case w.tokens <- struct{}{}:
-			w.waitNanos.Add(int64(time.Since(t0)))
-		case <-ctx.Done():
-			w.waitNanos.Add(int64(time.Since(t0)))
-			return ctx.Err()
-		}
-	}
-	w.taken()
-	return nil
-}
-
-// taken counts a slot just taken.
-func (w *window) taken() {
-	h := w.held.now.Add(1)
-	for {
-		p := w.held.peak.Load()
-		if h <= p || w.held.peak.CompareAndSwap(p, h) {
-			return
-		}
+		w.taken()
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -218,11 +203,18 @@ func (w *window) taken() {
 func (w *window) tryAcquire() bool {
 	select {
 	case w.tokens <- struct{}{}:
+		w.taken()
+		return true
 	default:
 		return false
 	}
-	w.taken()
-	return true
+}
+
+// taken counts a slot just taken.
+func (w *window) taken() {
+	h := w.held.now.Add(1)
+	for p := w.held.peak.Load(); h > p && !w.held.peak.CompareAndSwap(p, h); p = w.held.peak.Load() {
+	}
 }
 
 // release gives a slot back.

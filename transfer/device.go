@@ -1,55 +1,39 @@
 package transfer
 
-import (
-	"github.com/pinpool/pinpool/cuda"
-)
+import "github.com/pinpool/pinpool/cuda"
 
 // device is what the engine needs from a GPU: cudaDevice over a *cuda.Context, or the tests'
 // simulated device, which checks the scheduling without a GPU. Every method is safe for concurrent
-// use.
+// use; the copies of any host memory return when the data is in place.
 type device interface {
-	// newStream makes a non-blocking stream.
-	newStream() (stream, error)
-	// newEvent makes an event for fencing (no timing).
-	newEvent() (event, error)
-	// copyHtoD copies any host memory to the device and returns when the data is there.
+	newStream() (stream, error) // non-blocking
+	newEvent() (event, error)   // for fencing, no timing
 	copyHtoD(dst cuda.DevicePtr, src []byte) error
-	// copyDtoH copies device memory into any host memory and returns when the data is there.
 	copyDtoH(dst []byte, src cuda.DevicePtr) error
-	// register page-locks b (one cuMemHostRegister call).
-	register(b []byte) (hostReg, error)
-	// isPinned reports whether b is page-locked memory that asynchronous copies accept.
-	isPinned(b []byte) bool
+	register(b []byte) (hostReg, error) // page-locks b: one cuMemHostRegister call
+	isPinned(b []byte) bool             // b is page-locked memory that asynchronous copies accept
 }
 
-// stream is a device stream.
+// stream is a device stream. Its copies take pinned host memory and return once queued; destroy
+// releases it while queued work still completes.
 type stream interface {
-	// copyHtoDAsync queues a copy of pinned src to dst and returns at once.
 	copyHtoDAsync(dst cuda.DevicePtr, src []byte) error
-	// copyDtoHAsync queues a copy from src into pinned dst.
 	copyDtoHAsync(dst []byte, src cuda.DevicePtr) error
-	// record marks the current end of the stream with e.
-	record(e event) error
-	// synchronize waits for all work queued on the stream.
-	synchronize() error
-	// destroy releases the stream; queued work still completes.
+	record(e event) error // marks the current end of the stream with e
+	synchronize() error   // waits for all work queued
 	destroy() error
 }
 
-// event is a marker in a stream. Done makes it a pinpool.Fence.
+// event is a marker in a stream. Done, which reports without blocking whether the work recorded
+// before it has completed, makes it a pinpool.Fence.
 type event interface {
-	// Done reports without blocking whether the work recorded before the event has completed.
 	Done() (bool, error)
-	// synchronize waits until the event has completed.
 	synchronize() error
-	// destroy releases the event.
 	destroy() error
 }
 
 // hostReg is one registration of host memory; Free unregisters it.
-type hostReg interface {
-	Free() error
-}
+type hostReg interface{ Free() error }
 
 // cudaDevice is the device over a CUDA context.
 type cudaDevice struct{ c *cuda.Context }
@@ -71,23 +55,23 @@ func (d cudaDevice) newEvent() (event, error) {
 }
 
 func (d cudaDevice) copyHtoD(dst cuda.DevicePtr, src []byte) error { return d.c.CopyHtoD(dst, src) }
-
 func (d cudaDevice) copyDtoH(dst []byte, src cuda.DevicePtr) error { return d.c.CopyDtoH(dst, src) }
+func (d cudaDevice) register(b []byte) (hostReg, error)            { return d.c.HostRegister(b, 0) }
+func (d cudaDevice) isPinned(b []byte) bool                        { return cuda.IsPinned(b) }
 
-func (d cudaDevice) register(b []byte) (hostReg, error) { return d.c.HostRegister(b, 0) }
-
-func (d cudaDevice) isPinned(b []byte) bool { return cuda.IsPinned(b) }
+// addressRange is the device allocation that p lies in (rangedDevice).
+func (d cudaDevice) addressRange(p cuda.DevicePtr) (cuda.DevicePtr, uint64, error) {
+	return d.c.MemAddressRange(p)
+}
 
 type cudaStream struct{ s *cuda.Stream }
 
 func (s cudaStream) copyHtoDAsync(dst cuda.DevicePtr, src []byte) error {
 	return s.s.CopyHtoDAsync(dst, src)
 }
-
 func (s cudaStream) copyDtoHAsync(dst []byte, src cuda.DevicePtr) error {
 	return s.s.CopyDtoHAsync(dst, src)
 }
-
 func (s cudaStream) record(e event) error { return e.(cudaEvent).e.Record(s.s) }
 func (s cudaStream) synchronize() error   { return s.s.Synchronize() }
 func (s cudaStream) destroy() error       { return s.s.Destroy() }
@@ -97,8 +81,3 @@ type cudaEvent struct{ e *cuda.Event }
 func (e cudaEvent) Done() (bool, error) { return e.e.Done() }
 func (e cudaEvent) synchronize() error  { return e.e.Synchronize() }
 func (e cudaEvent) destroy() error      { return e.e.Destroy() }
-
-// addressRange is the device allocation that p lies in (rangedDevice).
-func (d cudaDevice) addressRange(p cuda.DevicePtr) (cuda.DevicePtr, uint64, error) {
-	return d.c.MemAddressRange(p)
-}

@@ -4,7 +4,10 @@
 // A Copier (New) is bound to one device context and one pinpool.Pool. Its ToDevice and FromDevice
 // take an ordinary Go []byte and move each part of it the way its memory allows; ToDeviceAsync and
 // FromDeviceAsync do the same on another goroutine and return a Transfer (a pinpool.Fence).
-// Register page-locks existing memory for a scope; MappedPointer serves zero-copy.
+// Register page-locks existing memory for a scope. MappedPointer serves zero-copy: kernels use
+// the buffers of a pool over mapped memory (cudahost.Options{Mapped: true}) in place, each byte
+// crossing the bus when touched, which wins on integrated GPUs (Jetson), on discrete ones only for
+// small data or data read once (pinpool bench measures it).
 //
 // # Paths
 //
@@ -24,21 +27,14 @@
 //     lane whole chunks of its own.
 //
 // Streams (ToDeviceFrom, FromDeviceTo) and files (ToDeviceFromFile, FromDeviceToFile) move through
-// the same staging and lanes in pieces of Options.ChunkSize, each read or written straight into or
-// out of its staging buffer (a file's pieces in the page cache with pread, the others with
-// O_DIRECT), counted as one transfer under PathStream. Copier.PathOf reports a copy's path and
-// Copier.Stats counts the transfers per direction and path.
+// the same staging and lanes in pieces of Options.ChunkSize, read or written straight into or out
+// of staging, each call counted as one transfer under PathStream. Copier.PathOf reports a copy's
+// path and Copier.Stats counts the transfers per direction and path.
 //
 // The defaults of Options were measured on a PCIe Gen5 host; the package's benchmarks re-measure
 // them beside the driver's own copy: BenchmarkTransfer, BenchmarkStagedSizes, BenchmarkFrameStream
 // (a 1080p frame from 1 and 10 goroutines), BenchmarkPacedFrames (a paced stream, with the CPU time
 // per frame), BenchmarkBothWays and BenchmarkAfterPause.
-//
-// # Mapped zero-copy
-//
-// A pool over mapped memory (cudahost.Options{Mapped: true}) gives buffers that kernels use in place
-// through MappedPointer, each byte crossing the bus when touched. It wins on integrated GPUs
-// (Jetson), on discrete ones only for small data or data read once; pinpool bench measures it.
 //
 // # Safety
 //

@@ -35,10 +35,9 @@ var (
 	// too.
 	ErrAlreadyRegistered = alreadyRegistered{}
 
-	// ErrInvalidRange is returned by the stream and file transfers for a negative length or offset,
-	// a nil reader, writer or file, an offset plus length that overflows, a device range that runs
-	// past its allocation, or a file range past the end of the file read; always before anything is
-	// allocated or moved.
+	// ErrInvalidRange is returned by the stream and file transfers, before anything is allocated or
+	// moved, for a negative length or offset, a nil reader, writer or file, an offset plus length
+	// that overflows, a device range past its allocation, or a file range past the file's end.
 	ErrInvalidRange = errors.New("transfer: invalid range")
 
 	// ErrCallbackPanic is wrapped by the error of a stream or file transfer whose reader or writer
@@ -46,10 +45,9 @@ var (
 	ErrCallbackPanic = errors.New("transfer: reader or writer panicked")
 
 	// ErrContract is wrapped by the error of a stream or file transfer whose reader, writer or file
-	// broke its interface's contract: a count below 0 or above the buffer it was given, a short
-	// write with no error (beside io.ErrShortWrite), or reads that return nothing again and again
-	// (beside io.ErrNoProgress). The bytes of the call it miscounted are not moved, and the count
-	// the transfer returns is exact.
+	// broke its interface's contract: a count below 0 or above its buffer, a short write with no
+	// error (beside io.ErrShortWrite), or reads that return nothing again and again (beside
+	// io.ErrNoProgress). The bytes of the miscounted call are not moved; the count returned is exact.
 	ErrContract = errors.New("transfer: reader or writer broke its contract")
 
 	// ErrFileMode is returned by ToDeviceFromFile for an *os.File not open for reading, and by

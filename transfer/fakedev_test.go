@@ -476,9 +476,7 @@ type fakeBackend struct {
 func (b *fakeBackend) Name() string { return "fake-pinned" }
 
 func (b *fakeBackend) Alloc(size int) (pinpool.Allocation, error) {
-	raw := make([]byte, size+4096)
-	off := int(-uintptr(unsafe.Pointer(&raw[0])) & 4095)
-	mem := raw[off : off+size : off+size]
+	mem := alignedBytes(size)
 	b.d.mu.Lock()
 	b.d.pool = append(b.d.pool, span(mem))
 	b.d.mu.Unlock()

@@ -1,9 +1,6 @@
 package transfer
 
-import (
-	"errors"
-	"testing"
-)
+import "testing"
 
 // frameBytes is one 1080p NV12 frame of the seed article (1920×1080, 12
 // bits a pixel): 3,110,400 bytes.
@@ -40,18 +37,7 @@ func shapeCopiers(b *testing.B, g *gpu) []namedCopier {
 // tunedCopier is g.copier with tuning tu.
 func (g *gpu) tunedCopier(tb testing.TB, opt Options, tu tuning) *Copier {
 	tb.Helper()
-	// Lanes defaults from GOMAXPROCS, which the testing package leaves at -test.cpu after each leaf.
-	defer allCPUs()()
-	c, err := newCopier(g.pool, cudaDevice{g.ctx}, opt, tu)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := c.Close(); err != nil && !errors.Is(err, ErrClosed) {
-			tb.Errorf("Close: %v", err)
-		}
-	})
-	return c
+	return g.copierOn(tb, cudaDevice{g.ctx}, opt, tu)
 }
 
 // frameWays are the ways BenchmarkFrameStream and BenchmarkPacedFrames

@@ -73,11 +73,19 @@ func newGPU(tb testing.TB, bopt cudahost.Options) *gpu {
 	return g
 }
 
+// copier is a copier over g's context with options opt, closed when the test ends.
 func (g *gpu) copier(tb testing.TB, opt Options) *Copier {
+	tb.Helper()
+	return g.copierOn(tb, cudaDevice{g.ctx}, opt, defaultTuning())
+}
+
+// copierOn is a copier over dev (g's context, or a device that wraps it) with options opt and
+// tuning tu, closed when the test ends: every GPU test and benchmark makes its copiers here.
+func (g *gpu) copierOn(tb testing.TB, dev device, opt Options, tu tuning) *Copier {
 	tb.Helper()
 	// Lanes defaults from GOMAXPROCS, which the testing package leaves at -test.cpu after each leaf.
 	defer allCPUs()()
-	c, err := New(g.pool, g.ctx, opt)
+	c, err := newCopier(g.pool, dev, opt, tu)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
@@ -81,23 +82,27 @@ func newEnvOn(t testing.TB, dev device, d *fakeDevice, opt Options, tu tuning) *
 	return e
 }
 
-// checkPool waits (bounded) until the pool has no buffer in use or pending
-// on a fence; with noRetired it also wants no retired memory.
+// checkPool is poolIdle of the env's pool.
 func (e *env) checkPool(noRetired bool) {
 	e.t.Helper()
-	var st pinpool.Stats
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		st = e.pool.Stats()
-		if st.BytesInUse == 0 && st.BytesPending == 0 || time.Now().After(deadline) {
-			break
-		}
+	poolIdle(e.t, e.pool, "pool", noRetired)
+}
+
+// poolIdle waits (at most 5 s: a bound for a hang, not a timing) until p
+// has no buffer in use or pending on a fence, as after every transfer has
+// returned and its lanes have given their staging back; with noRetired it
+// also wants no retired memory.
+func poolIdle(tb testing.TB, p *pinpool.Pool, what string, noRetired bool) {
+	tb.Helper()
+	st := p.Stats()
+	for deadline := time.Now().Add(5 * time.Second); (st.BytesInUse != 0 || st.BytesPending != 0) && time.Now().Before(deadline); st = p.Stats() {
 		time.Sleep(time.Millisecond)
 	}
 	if st.BytesInUse != 0 || st.BytesPending != 0 {
-		e.t.Errorf("pool not consistent: %d bytes in use, %d pending", st.BytesInUse, st.BytesPending)
+		tb.Errorf("%s: %d bytes in use, %d pending on fences after 5 s", what, st.BytesInUse, st.BytesPending)
 	}
 	if noRetired && st.BytesRetired != 0 {
-		e.t.Errorf("pool retired %d bytes", st.BytesRetired)
+		tb.Errorf("%s: %d bytes retired", what, st.BytesRetired)
 	}
 }
 
@@ -173,15 +178,34 @@ func (e *env) setDev(p cuda.DevicePtr, b []byte) {
 	copy(m, b)
 }
 
+// sameBytes fails t unless got equals want.
 func sameBytes(t testing.TB, what string, got, want []byte) {
 	t.Helper()
-	if !bytes.Equal(got, want) {
-		i := 0
-		for i < len(got) && i < len(want) && got[i] == want[i] {
-			i++
-		}
-		t.Fatalf("%s: %d bytes differ from %d wanted, first at %d", what, len(got), len(want), i)
+	if err := bytesDiff(what, got, want); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// bytesDiff is sameBytes as an error, for goroutines (which must not call
+// Fatal): nil when got equals want, else the first differing offset.
+func bytesDiff(what string, got, want []byte) error {
+	if bytes.Equal(got, want) {
+		return nil
+	}
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	return fmt.Errorf("%s: %d bytes differ from %d wanted, first at offset %d", what, len(got), len(want), i)
+}
+
+// alignedBytes returns n zero bytes of Go (pageable) memory, of capacity
+// n, that start at a 4096-byte boundary, so that a sub-slice at offset k
+// starts k bytes past one.
+func alignedBytes(n int) []byte {
+	b := make([]byte, n+4096)
+	skip := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & 4095)
+	return b[skip : skip+n : skip+n]
 }
 
 // injectFailure makes the fake device fail its nth asynchronous copy, when

@@ -35,7 +35,7 @@ type readResult struct {
 }
 
 // GBps is Bytes/Median in 10^9 bytes per second.
-func (r readResult) GBps() float64 { return gbps(int64(r.Bytes), r.Median) }
+func (r readResult) GBps() float64 { return PathStats{Bytes: int64(r.Bytes), Time: r.Median}.GBps() }
 
 // measureMappedRead times the pinpool_read_sum kernel (k.ReadSumAsync)
 // reading n bytes at src, runs times after one untimed run, each between two

@@ -22,7 +22,7 @@ func TestGPUMixedMemory(t *testing.T) {
 	g := newGPU(t, cudahost.Options{})
 	ctx := context.Background()
 	const M = 1 << 20
-	mem := sgtAligned(20 * M)
+	mem := alignedBytes(20 * M)
 	dev := g.devMem(t, 16*M)
 	for _, opt := range []Options{{}, {DirectBelow: -1}} {
 		t.Run(fmt.Sprintf("DirectBelow=%d", opt.DirectBelow), func(t *testing.T) {
@@ -59,7 +59,7 @@ func TestGPUMixedMemory(t *testing.T) {
 				}
 				got := make([]byte, n)
 				sgtMust(t, g.ctx.CopyDtoH(got, dev.Ptr()))
-				if err := sgtDiff(what+" on the device", got, mem[lo:hi]); err != nil {
+				if err := bytesDiff(what+" on the device", got, mem[lo:hi]); err != nil {
 					t.Fatal(err)
 				}
 				want := randomBytes(n, uint64(i)+100)
@@ -67,7 +67,7 @@ func TestGPUMixedMemory(t *testing.T) {
 				if err := c.FromDevice(ctx, mem[lo:hi], dev.Ptr()); err != nil {
 					t.Fatalf("%s from the device: %v", what, err)
 				}
-				if err := sgtDiff(what+" back", mem[lo:hi], want); err != nil {
+				if err := bytesDiff(what+" back", mem[lo:hi], want); err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(append(bytes.Clone(mem[:lo]), mem[hi:]...), outside) {

@@ -6,7 +6,7 @@ import (
 )
 
 // ntCopy64 copies n bytes (a multiple of 64) from src to dst (16-byte aligned) with non-temporal
-// stores. Implemented in ntcopy_amd64.s.
+// stores. Implemented in ntcopy_amd64.s, as are flushLines, demoteLines and cpuid7EBX.
 //
 //go:noescape
 func ntCopy64(dst, src *byte, n uintptr)
@@ -16,9 +16,6 @@ func ntCopy64(dst, src *byte, n uintptr)
 // copies of 1 MiB and more).
 func streamBytes(dst, src []byte) {
 	n := len(src)
-	if n == 0 {
-		return
-	}
 	head := int(-uintptr(unsafe.Pointer(unsafe.SliceData(dst))) & 15)
 	if head >= n || n-head < 64 {
 		copy(dst, src)
@@ -31,14 +28,12 @@ func streamBytes(dst, src []byte) {
 }
 
 // flushLines evicts n bytes at p (64-byte aligned, n a multiple of 64) from the CPU caches with
-// CLFLUSHOPT. Implemented in ntcopy_amd64.s.
-//
-// p is an address, not a pointer: the lines around a slice may begin before it; the caller keeps
-// the memory alive.
+// CLFLUSHOPT; demoteLines moves them from the core's own caches to the last-level cache with
+// CLDEMOTE, a hint that CPUs without it execute as a no-op. p is an address, not a pointer: the
+// lines around a slice may begin before it (onLines keeps the slice alive).
 func flushLines(p, n uintptr)
-
-// cpuid7EBX returns EBX of CPUID leaf 7, subleaf 0.
-func cpuid7EBX() uint32
+func demoteLines(p, n uintptr)
+func cpuid7EBX() uint32 // EBX of CPUID leaf 7, subleaf 0
 
 // canEvict reports whether the CPU has CLFLUSHOPT (CPUID.7.0:EBX bit 23).
 var canEvict = cpuid7EBX()&(1<<23) != 0
@@ -49,38 +44,23 @@ var canEvict = cpuid7EBX()&(1<<23) != 0
 // (plan.backToBack); the chunked mode does not, since there it cost more than it saved
 // (BenchmarkStagedSizes). It does nothing where CLFLUSHOPT is missing.
 func evictBytes(b []byte) {
-	if !canEvict || len(b) == 0 {
-		return
+	if canEvict {
+		onLines(b, flushLines)
 	}
-	// The whole lines around b: the bytes beyond b in its first and last line stay valid (an
-	// eviction writes a dirty line back first).
-	flushLines(lineSpan(b))
-	runtime.KeepAlive(b)
 }
-
-// lineSpan is the address and length of the whole 64-byte cache lines that b (not empty) touches.
-func lineSpan(b []byte) (p, n uintptr) {
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := start &^ 63
-	hi := (start + uintptr(len(b)) + 63) &^ 63
-	return lo, hi - lo
-}
-
-// evictAvailable reports whether evictBytes evicts anything.
-func evictAvailable() bool { return canEvict }
-
-// demoteLines moves n bytes at p (64-byte aligned, n a multiple of 64) from the core's own caches to
-// the last-level cache with CLDEMOTE. Implemented in ntcopy_amd64.s. p is an address, as for
-// flushLines.
-func demoteLines(p, n uintptr)
 
 // demoteBytes moves the cache lines of b from the calling core's caches to the last-level cache,
-// where a DMA engine reads them without first asking the core for them. CLDEMOTE is a hint: CPUs
-// without it execute it as a no-op.
-func demoteBytes(b []byte) {
+// where a DMA engine reads them without first asking the core for them.
+func demoteBytes(b []byte) { onLines(b, demoteLines) }
+
+// onLines runs f over the whole 64-byte cache lines that b touches: the bytes beyond b in its first
+// and last line stay valid (an eviction writes a dirty line back first).
+func onLines(b []byte, f func(p, n uintptr)) {
 	if len(b) == 0 {
 		return
 	}
-	demoteLines(lineSpan(b))
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := start &^ 63
+	f(lo, (start+uintptr(len(b))+63)&^63-lo)
 	runtime.KeepAlive(b)
 }

@@ -2,15 +2,11 @@
 
 package transfer
 
-// streamBytes copies src into dst (of equal length); only amd64 has the non-temporal version,
-// elsewhere it is a plain copy.
+// Only amd64 has the non-temporal copy, the eviction and the demotion: elsewhere streamBytes is a
+// plain copy and the others do nothing.
 func streamBytes(dst, src []byte) { copy(dst, src) }
+func evictBytes(b []byte)         {}
+func demoteBytes(b []byte)        {}
 
-// evictBytes does nothing where there is no CLFLUSHOPT binding.
-func evictBytes(b []byte) {}
-
-// evictAvailable reports whether evictBytes evicts anything.
-func evictAvailable() bool { return false }
-
-// demoteBytes does nothing where there is no CLDEMOTE binding.
-func demoteBytes(b []byte) {}
+// canEvict reports whether evictBytes evicts anything.
+const canEvict = false

@@ -20,11 +20,10 @@ type Options struct {
 	// most this size, each one asynchronous copy. Zero means DefaultChunkSize.
 	ChunkSize int
 
-	// WindowBytes bounds the pinned staging memory held by the copier's transfers in one direction
-	// (WindowBytes/ChunkSize buffers; a transfer waits for one beyond that). Each direction has a
-	// window of its own, since the two run on separate copy engines: both ways at once hold up to
-	// twice WindowBytes. It must hold at least one chunk; two or more let CPU copies overlap DMA.
-	// Zero means DefaultWindowBytes.
+	// WindowBytes bounds the pinned staging held by the copier's transfers in one direction
+	// (WindowBytes/ChunkSize buffers; a transfer waits for one beyond that); each direction, on its
+	// own copy engine, has its own window. It must hold one chunk; two or more let CPU copies
+	// overlap DMA. Zero means DefaultWindowBytes.
 	WindowBytes int64
 
 	// Lanes is the most goroutines that work on one staged transfer: the caller and up to Lanes-1
@@ -36,21 +35,20 @@ type Options struct {
 	Lanes int
 
 	// LaneSpin is how long a standing lane keeps looking for the next staged transfer before it
-	// sleeps, after a transfer that came within LaneSpin of the one before it in the same direction
-	// (or overlapped it). A sleeping lane takes a thread wake-up to start; a spinning one burns up
-	// to (Lanes-1) × LaneSpin of CPU time after such a transfer. Transfers further apart, such as a
+	// sleeps, after a transfer that came within LaneSpin of the one before it in its direction (or
+	// overlapped it). A sleeping lane takes a thread wake-up to start; spinning lanes burn up to
+	// (Lanes-1) × LaneSpin of CPU time after such a transfer; transfers further apart, such as a
 	// paced stream of frames, pay no spin. Zero means DefaultLaneSpin; negative means never spin.
 	LaneSpin time.Duration
 
-	// DirectBelow is the size below which a copy of pageable memory skips staging and goes through
-	// the driver's synchronous copy, since for small copies staging costs more than it saves. Zero
-	// means DefaultDirectBelow; negative means never (always stage pageable memory).
+	// DirectBelow is the size below which a copy of pageable memory goes through the driver's
+	// synchronous copy, since for small copies staging costs more than it saves. Zero means
+	// DefaultDirectBelow; negative means never (always stage pageable memory).
 	DirectBelow int
 
 	// RegisterChunk is the most bytes one cuMemHostRegister call of Register page-locks: larger
-	// regions are registered in parts, since very large single registrations fail. It is a positive
-	// multiple of 4096, rounded up to the system page size where that is larger. Zero means
-	// DefaultRegisterChunk.
+	// regions are registered in parts, since very large single registrations fail. A positive
+	// multiple of 4096, rounded up to the system page size; zero means DefaultRegisterChunk.
 	RegisterChunk int64
 
 	// Prewarm makes New reserve one window's staging buffers in the pool (pinpool.Pool.Reserve), so
@@ -61,8 +59,8 @@ type Options struct {
 // Defaults of the zero Options, measured by BenchmarkStagedTuning, BenchmarkFrameStream and
 // BenchmarkPacedFrames.
 const (
-	// DefaultStreams is one stream per direction.
-	DefaultStreams = 2
+	DefaultStreams       = 2                         // one stream per direction
+	DefaultRegisterChunk = cuda.DefaultRegisterChunk // as for cudahost
 	// DefaultChunkSize is 2 MiB: small enough that the DMA of a large transfer starts early and
 	// each lane holds several chunks in flight, large enough that the copy engine's pause between
 	// copies costs little; 4 MiB chunks made the lanes' copies slower (BenchmarkStagedTuning).
@@ -80,32 +78,18 @@ const (
 	// DefaultDirectBelow is 1 MiB: from there on staging beat the driver's own copy of pageable
 	// memory both ways; a transfer after a pause, whose lanes must wake, is level with it there.
 	DefaultDirectBelow = 1 << 20
-	// DefaultRegisterChunk is cuda.DefaultRegisterChunk, as for cudahost.
-	DefaultRegisterChunk = cuda.DefaultRegisterChunk
 )
 
 // Defaults returns o with every zero field set to its default, as New applies them, or an error
 // wrapping ErrInvalidOptions for a field out of range. Lanes defaults from the GOMAXPROCS of the
 // moment.
 func (o Options) Defaults() (Options, error) {
-	if o.Streams == 0 {
-		o.Streams = DefaultStreams
-	}
-	if o.ChunkSize == 0 {
-		o.ChunkSize = DefaultChunkSize
-	}
-	if o.WindowBytes == 0 {
-		o.WindowBytes = max(DefaultWindowBytes, int64(o.ChunkSize))
-	}
-	if o.Lanes == 0 {
-		o.Lanes = min(runtime.GOMAXPROCS(0), DefaultMaxLanes)
-	}
-	if o.LaneSpin == 0 {
-		o.LaneSpin = DefaultLaneSpin
-	}
-	if o.DirectBelow == 0 {
-		o.DirectBelow = DefaultDirectBelow
-	}
+	orDefault(&o.Streams, DefaultStreams)
+	orDefault(&o.ChunkSize, DefaultChunkSize)
+	orDefault(&o.WindowBytes, max(DefaultWindowBytes, int64(o.ChunkSize)))
+	orDefault(&o.Lanes, min(runtime.GOMAXPROCS(0), DefaultMaxLanes))
+	orDefault(&o.LaneSpin, DefaultLaneSpin)
+	orDefault(&o.DirectBelow, DefaultDirectBelow)
 	switch {
 	case o.Streams < 2:
 		return o, fmt.Errorf("%w: Streams = %d (at least 2, one per direction)", ErrInvalidOptions, o.Streams)
@@ -116,9 +100,7 @@ func (o Options) Defaults() (Options, error) {
 	case o.Lanes < 0:
 		return o, fmt.Errorf("%w: Lanes = %d", ErrInvalidOptions, o.Lanes)
 	}
-	// The same rule as cudahost.Options.RegisterChunk: the default for zero, rounded up to the
-	// system page size.
-	rc, err := cuda.RegisterChunkSize(o.RegisterChunk)
+	rc, err := cuda.RegisterChunkSize(o.RegisterChunk) // cudahost.Options.RegisterChunk's rule
 	if err != nil {
 		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -126,6 +108,12 @@ func (o Options) Defaults() (Options, error) {
 	return o, nil
 }
 
-// Slots is the number of staging buffers of ChunkSize bytes one direction's window holds
-// (WindowBytes/ChunkSize): what a pool must be able to give at once to one direction's transfers.
+// Slots is WindowBytes/ChunkSize: the staging buffers a pool must give one direction at once.
 func (o Options) Slots() int { return int(o.WindowBytes / int64(max(o.ChunkSize, 1))) }
+
+// orDefault sets *v to d where it is zero.
+func orDefault[T comparable](v *T, d T) {
+	if *v == *new(T) {
+		*v = d
+	}
+}

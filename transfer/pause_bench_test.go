@@ -147,13 +147,7 @@ func BenchmarkColdSource(b *testing.B) {
 // benchmark ends.
 func tracedCopier(b *testing.B, g *gpu, tr *trace, o Options) *Copier {
 	o.DirectBelow, o.Prewarm = -1, true
-	defer allCPUs()() // see g.copier
-	c, err := newCopier(g.pool, tracedDevice{cudaDevice{g.ctx}, tr}, o, defaultTuning())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
-	return c
+	return g.copierOn(b, tracedDevice{cudaDevice{g.ctx}, tr}, o, defaultTuning())
 }
 
 // reportTraced reports the GB/s of b.N transfers of n bytes whose traces

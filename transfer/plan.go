@@ -5,8 +5,8 @@ package transfer
 
 // mode is how the lanes of a staged transfer share its work. Each of the two wins by far more than
 // a second mechanism's margin where it is used: the cooperative mode within the window, uploads
-// most (plan=chunked-only beside the default in BenchmarkStagedSizes), the chunked one above,
-// where lanes that wait for each other at every chunk cap the rate well below independent lanes
+// most (BenchmarkStagedSizes, plan=chunked-only beside the default), the chunked one above, where
+// lanes that wait for each other at every chunk cap the rate well below independent lanes
 // (BenchmarkStagedSizes, 64 MiB and up).
 type mode int
 
@@ -19,12 +19,7 @@ const (
 	cooperative
 )
 
-func (m mode) String() string {
-	if m == cooperative {
-		return "cooperative"
-	}
-	return "chunked"
-}
+func (m mode) String() string { return [...]string{"chunked", "cooperative"}[m] }
 
 // plan is how one staged transfer of n bytes runs.
 type plan struct {
@@ -35,45 +30,37 @@ type plan struct {
 	lanes  int // lanes that work on it, the calling goroutine among them
 	buffer int // bytes of a staging buffer: Options.ChunkSize, one window slot
 
-	// streamOut: device to host, the bytes leave staging with streaming stores (copyOut), when no
-	// other transfer stages device to host.
+	// streamOut: device to host and no other transfer staging that way, the bytes leave staging
+	// with streaming stores (copyOut).
 	streamOut bool
-	// backToBack: device to host, cooperative, the transfer found its direction's lanes awake (it
-	// follows the last one closely). Then
-	//   - the caller issues the chunks' copies before it offers the transfer to the lanes, which
-	//     have nothing to do before the first chunk lands: the offer finds them spinning, and the
-	//     DMA starts sooner. Lanes asleep are offered the transfer first, so that they wake while
-	//     the copies are issued; woken after, they came late to the copy-out and a paced stream's
-	//     frames took longer;
-	//   - each stripe of staging is evicted from the CPU caches once copied out (evictBytes), so
-	//     that the next DMA into it, which comes at once, need not chase its lines there. A paced
-	//     stream reuses the staging milliseconds later; there the eviction cost CPU time and made
-	//     each frame slower, not faster;
-	// (BenchmarkFrameStream and BenchmarkPacedFrames, downloads, measure each rule.)
+	// backToBack: device to host, cooperative, the direction's lanes awake. The caller issues the
+	// copies before it offers the transfer to the lanes, which have nothing to do before the first
+	// chunk lands (lanes asleep are offered it first, to wake while the copies are issued: woken
+	// after, they came late and paced frames took longer); and each stripe of staging is evicted
+	// once copied out (evictBytes), so that the next DMA into it, which comes at once, need not
+	// chase its lines in the CPU caches (a paced stream's next DMA comes milliseconds later, and
+	// there eviction made frames slower for more CPU time). BenchmarkFrameStream and
+	// BenchmarkPacedFrames, downloads, measure both rules.
 	backToBack bool
-	// handoff: back to back and staging alone (streamOut), the caller does not wait for the
-	// eviction: it returns once its bytes are copied out, and its lanes evict and give the staging
-	// back (coop.go). A second way to end a download, it stays for its measured gain: 1 MiB
-	// downloads back to back moved faster by more than a second mechanism's margin, frames faster
-	// for less CPU time (BenchmarkStagedSizes and BenchmarkFrameStream, plan=/copier=handoff-off).
+	// handoff: back to back and streamOut, the caller returns once its bytes are copied out, and its
+	// lanes evict and give the staging back (coop.go). A second way to end a download, kept for its
+	// gain beyond a second mechanism's margin on 1 MiB downloads back to back, and frames faster for
+	// less CPU time (BenchmarkStagedSizes, BenchmarkFrameStream: plan=/copier=handoff-off).
 	handoff bool
 
-	// chunked mode
-	depth int // chunks a lane keeps in flight before it completes its oldest
+	depth int // chunked: chunks a lane keeps in flight before it completes its oldest
 
-	// cooperative mode
-	perBuffer int // chunks that share one staging buffer
-	buffers   int // staging buffers the transfer holds
-	stripe    int // bytes of a chunk that a lane copies at a time
-	stripes   int // stripes of the whole transfer
+	perBuffer int // cooperative: chunks that share one staging buffer
+	buffers   int // cooperative: staging buffers the transfer holds
+	stripe    int // cooperative: bytes of a chunk that a lane copies at a time
+	stripes   int // cooperative: stripes of the whole transfer
 }
 
 // planStaging plans a staged transfer of n > 0 bytes in direction dir, when active transfers stage
 // that way at once (this one among them) and the direction's lanes are asleep or not. Options.Lanes
-// are shared among the active transfers, two at least (each caller is a lane, and more only
-// contend). The transfer runs cooperatively when it has two lanes and its staging fits its share of
-// the window (tuning.coopShare), else chunked, in chunks of ChunkSize or less (down to minChunk)
-// when that gives every lane a chunk.
+// are shared among the active transfers, two at least (each caller is a lane; more only contend).
+// The transfer runs cooperatively when it has two lanes and its staging fits its share of the
+// window (tuning.coopShare), else chunked, in chunks cut finer when that gives every lane one.
 func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tuning) plan {
 	lanes := max(o.Lanes, 1)
 	if active > 1 {
@@ -105,10 +92,8 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 	chunk := chunkFor(n, buf, lanes, t.minChunk)
 	chunks := ceilDiv(n, chunk)
 	lanes = min(lanes, chunks)
-	return plan{
-		mode: chunked, n: n, chunk: chunk, chunks: chunks, lanes: lanes, buffer: buf, streamOut: streamOut,
-		depth: max(2, ceilDiv(o.Slots(), lanes)),
-	}
+	return plan{mode: chunked, n: n, chunk: chunk, chunks: chunks, lanes: lanes, buffer: buf, streamOut: streamOut,
+		depth: max(2, ceilDiv(o.Slots(), lanes))}
 }
 
 // chunkFor is the chunk size of a chunked transfer of n bytes: chunk, or less when that would leave
@@ -141,7 +126,6 @@ func (p *plan) stripesOf(i int) int {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
 func roundUp(a, m int) int { return ceilDiv(a, m) * m }
 
 // tuning holds the staging plan's measured constants: not options, since a user has no way to know

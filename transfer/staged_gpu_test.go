@@ -33,7 +33,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
@@ -79,12 +78,12 @@ func TestGPUStagedSizes(t *testing.T) {
 	dev := g.devMem(t, sgtLargest+2*sgtGuard+64)
 	// Sources are slices of one random buffer, at offsets that keep their
 	// alignment modulo a page; comp holds the complements.
-	rnd := sgtAligned(sgtLargest + 8*4096 + 64)
+	rnd := alignedBytes(sgtLargest + 8*4096 + 64)
 	copy(rnd, randomBytes(len(rnd), 2026))
 	comp := make([]byte, len(rnd))
 	sgtNot(comp, rnd)
 	back := make([]byte, sgtLargest+2*sgtGuard)
-	host := sgtAligned(sgtLargest + 2*sgtGuard + 64) // device-to-host destinations, canaries around them
+	host := alignedBytes(sgtLargest + 2*sgtGuard + 64) // device-to-host destinations, canaries around them
 	devGuard := bytes.Repeat([]byte{sgtDevFill}, sgtGuard)
 	hostGuard := bytes.Repeat([]byte{sgtCanary}, sgtGuard)
 	for _, cfg := range []struct {
@@ -168,7 +167,7 @@ func TestGPUStagedSizes(t *testing.T) {
 			t.Logf("H2D %+v, D2H %+v, %d chunks, peak staging %d", st.ToDevice.Total(), st.FromDevice.Total(), st.Chunks, st.PeakStaging)
 		})
 	}
-	sgtPoolIdle(t, g.pool, "after the size table")
+	poolIdle(t, g.pool, "after the size table", true)
 }
 
 // TestGPUStagedPaths checks the path promise of the default options for
@@ -250,7 +249,7 @@ func TestGPUStagedPaths(t *testing.T) {
 			t.Errorf("%s: %d failed, %d cancelled, %d staging bytes held", name, st.Failed, st.Canceled, st.StagingBytes)
 		}
 	}
-	sgtPoolIdle(t, g.pool, "after the round trips")
+	poolIdle(t, g.pool, "after the round trips", true)
 }
 
 // TestGPUStagedConcurrent checks that transfers running at once never mix
@@ -331,7 +330,7 @@ func TestGPUStagedConcurrent(t *testing.T) {
 					t.Errorf("%s: D2H: %v", what, err)
 					return
 				}
-				if err := sgtDiff(what, got, src); err != nil {
+				if err := bytesDiff(what, got, src); err != nil {
 					t.Error(err)
 					return
 				}
@@ -401,7 +400,7 @@ func TestGPUStagedConcurrent(t *testing.T) {
 		}
 		t.Logf("copier %d: %d chunks, %d staging waits (%v), peak staging %d", ci, st.Chunks, st.StagingWaits, st.StagingWaitTime, st.PeakStaging)
 	}
-	sgtPoolIdle(t, g.pool, "after the concurrent transfers")
+	poolIdle(t, g.pool, "after the concurrent transfers", true)
 }
 
 // TestGPUStagedCancel checks the cancellation promises of the staged path
@@ -443,7 +442,7 @@ func TestGPUStagedCancel(t *testing.T) {
 	devGuard := bytes.Repeat([]byte{sgtDevFill}, sgtGuard)
 	hostGuard := bytes.Repeat([]byte{sgtCanary}, sgtGuard)
 	back := make([]byte, maxN+2*sgtGuard)
-	hostBuf := sgtAligned(maxN + 2*sgtGuard + 64) // device-to-host destination, canaries around it
+	hostBuf := alignedBytes(maxN + 2*sgtGuard + 64) // device-to-host destination, canaries around it
 
 	for _, dir := range []Direction{HostToDevice, DeviceToHost} {
 		for _, async := range []bool{false, true} {
@@ -627,7 +626,7 @@ func TestGPUStagedCancel(t *testing.T) {
 				if err := call(bg, host, p); !errors.Is(err, ErrClosed) {
 					t.Errorf("copy after Close: %v, want ErrClosed", err)
 				}
-				sgtPoolIdle(t, g.pool, "after Close")
+				poolIdle(t, g.pool, "after Close", true)
 			})
 		}
 	}
@@ -739,7 +738,7 @@ func TestGPUStagedCloseRace(t *testing.T) {
 						t.Errorf("syncer %d, %d bytes back: %v", s, m, err)
 						return
 					}
-					if err := sgtDiff(fmt.Sprintf("round %d, syncer %d, %d bytes", round, s, m), got, src); err != nil {
+					if err := bytesDiff(fmt.Sprintf("round %d, syncer %d, %d bytes", round, s, m), got, src); err != nil {
 						t.Error(err)
 						return
 					}
@@ -777,14 +776,14 @@ func TestGPUStagedCloseRace(t *testing.T) {
 			switch {
 			case err == nil:
 				completed++
-				if e := sgtDiff(what, got, want[j]); e != nil {
+				if e := bytesDiff(what, got, want[j]); e != nil {
 					t.Error(e)
 				}
 			case errors.Is(err, ErrClosed):
 				refused++
 				old := make([]byte, n)
 				sgtNot(old, want[j])
-				if e := sgtDiff(what+", refused with ErrClosed: destination", got, old); e != nil {
+				if e := bytesDiff(what+", refused with ErrClosed: destination", got, old); e != nil {
 					t.Error(e)
 				}
 			case deadline[j] > 0 && errors.Is(err, context.DeadlineExceeded):
@@ -807,7 +806,7 @@ func TestGPUStagedCloseRace(t *testing.T) {
 		}
 	}
 	t.Logf("%v: %d transfers completed, %d refused with ErrClosed, %d timed out", time.Since(t0).Round(time.Millisecond), completed, refused, timedOut)
-	sgtPoolIdle(t, g.pool, "after the Close races")
+	poolIdle(t, g.pool, "after the Close races", true)
 }
 
 // sgtBoundaries returns the sizes of the size table for a copier with
@@ -862,15 +861,6 @@ func sgtBoundaries(o Options) []int {
 	return sizes
 }
 
-// sgtAligned returns n zero bytes of Go (pageable) memory that start at a
-// 4096-byte boundary, so that a sub-slice at offset k starts k bytes past
-// one.
-func sgtAligned(n int) []byte {
-	b := make([]byte, n+4096)
-	skip := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & 4095)
-	return b[skip : skip+n]
-}
-
 // sgtNot writes the complement of src into dst[:len(src)].
 func sgtNot(dst, src []byte) {
 	dst = dst[:len(src)]
@@ -912,19 +902,6 @@ func sgtMixed(got, want []byte) int {
 	return -1
 }
 
-// sgtDiff is sameBytes as an error, for goroutines (which must not call
-// Fatal): nil when got equals want, else the first differing offset.
-func sgtDiff(what string, got, want []byte) error {
-	if bytes.Equal(got, want) {
-		return nil
-	}
-	i := 0
-	for i < len(got) && i < len(want) && got[i] == want[i] {
-		i++
-	}
-	return fmt.Errorf("%s: %d bytes differ from %d wanted, first at offset %d", what, len(got), len(want), i)
-}
-
 // sgtMust fails the test on a driver error of the test's own setup or
 // checks.
 func sgtMust(tb testing.TB, err error) {
@@ -954,20 +931,4 @@ func sgtPathStats(ds DirectionStats, p Path) PathStats {
 		return ds.Pinned
 	}
 	return ds.Registered
-}
-
-// sgtPoolIdle checks that no buffer of p is in use or retired, and waits (at
-// most 5 s) for the staging buffers released with a fence to come back.
-func sgtPoolIdle(tb testing.TB, p *pinpool.Pool, what string) {
-	tb.Helper()
-	st := p.Stats()
-	if st.BytesInUse != 0 || st.BytesRetired != 0 {
-		tb.Errorf("%s: pool has %d bytes in use and %d retired, want none", what, st.BytesInUse, st.BytesRetired)
-	}
-	for deadline := time.Now().Add(5 * time.Second); st.BytesPending != 0 && time.Now().Before(deadline); st = p.Stats() {
-		time.Sleep(time.Millisecond)
-	}
-	if st.BytesPending != 0 {
-		tb.Errorf("%s: %d pool bytes still pending on fences after 5 s", what, st.BytesPending)
-	}
 }

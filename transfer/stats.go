@@ -35,12 +35,9 @@ type DirectionStats struct {
 }
 
 // Total sums the paths.
-func (d DirectionStats) Total() PathStats {
-	var t PathStats
+func (d DirectionStats) Total() (t PathStats) {
 	for _, p := range []PathStats{d.Direct, d.Staged, d.Pinned, d.Registered, d.Stream} {
-		t.Transfers += p.Transfers
-		t.Bytes += p.Bytes
-		t.Time += p.Time
+		t.Transfers, t.Bytes, t.Time = t.Transfers+p.Transfers, t.Bytes+p.Bytes, t.Time+p.Time
 	}
 	return t
 }
@@ -53,7 +50,12 @@ type PathStats struct {
 }
 
 // GBps is the cumulative bandwidth, Bytes/Time in 10^9 bytes per second (0 before any transfer).
-func (p PathStats) GBps() float64 { return gbps(p.Bytes, p.Time) }
+func (p PathStats) GBps() float64 {
+	if p.Time <= 0 {
+		return 0
+	}
+	return float64(p.Bytes) / p.Time.Seconds() / 1e9
+}
 
 // LastTransfer describes one finished transfer.
 type LastTransfer struct {
@@ -64,68 +66,25 @@ type LastTransfer struct {
 }
 
 // GBps is the transfer's achieved bandwidth in 10^9 bytes per second.
-func (l LastTransfer) GBps() float64 { return gbps(l.Bytes, l.Time) }
-
-func gbps(n int64, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds() / 1e9
-}
+func (l LastTransfer) GBps() float64 { return PathStats{Bytes: l.Bytes, Time: l.Time}.GBps() }
 
 // counters are the copier's live counters.
 type counters struct {
-	path             [2][numPaths]pathCounters
 	chunks           atomic.Uint64
 	lanes            atomic.Uint64 // lanes that worked on staged transfers, callers included
 	helped           atomic.Uint64 // stripes of shared copy-outs copied by a lane that did not own the chunk
 	handedOff        atomic.Uint64 // downloads whose staging a lane gave back after the caller returned (coop.go)
 	failed, canceled atomic.Uint64
-	lastMu           sync.Mutex
+	mu               sync.Mutex // path and last
+	path             [2][numPaths]PathStats
 	last             LastTransfer
 }
 
-type pathCounters struct {
-	n     atomic.Uint64
-	bytes atomic.Int64
-	nanos atomic.Int64
-}
-
+// record counts a transfer of n bytes that finished without error.
 func (c *counters) record(d Direction, p Path, n int, dt time.Duration) {
-	pc := &c.path[d][p]
-	pc.n.Add(1)
-	pc.bytes.Add(int64(n))
-	pc.nanos.Add(int64(dt))
-	c.lastMu.Lock()
+	c.mu.Lock()
+	ps := &c.path[d][p]
+	ps.Transfers, ps.Bytes, ps.Time = ps.Transfers+1, ps.Bytes+int64(n), ps.Time+dt
 	c.last = LastTransfer{Direction: d, Path: p, Bytes: int64(n), Time: dt}
-	c.lastMu.Unlock()
-}
-
-func (c *counters) dir(d Direction) DirectionStats {
-	get := func(p Path) PathStats {
-		pc := &c.path[d][p]
-		return PathStats{Transfers: pc.n.Load(), Bytes: pc.bytes.Load(), Time: time.Duration(pc.nanos.Load())}
-	}
-	return DirectionStats{Direct: get(PathDirect), Staged: get(PathStaged), Pinned: get(PathPinned), Registered: get(PathRegistered), Stream: get(PathStream)}
-}
-
-// Stats returns a snapshot of the copier's counters. It is cheap and safe to call at any time, also
-// after Close.
-func (c *Copier) Stats() Stats {
-	st := Stats{
-		ToDevice:        c.stats.dir(HostToDevice),
-		FromDevice:      c.stats.dir(DeviceToHost),
-		Chunks:          c.stats.chunks.Load(),
-		StagingWaits:    c.wins[0].waits.Load() + c.wins[1].waits.Load(),
-		StagingWaitTime: time.Duration(c.wins[0].waitNanos.Load() + c.wins[1].waitNanos.Load()),
-		StagingBytes:    c.held.now.Load() * int64(c.opt.ChunkSize),
-		PeakStaging:     c.held.peak.Load() * int64(c.opt.ChunkSize),
-		WindowBytes:     int64(c.opt.Slots()) * int64(c.opt.ChunkSize),
-		Failed:          c.stats.failed.Load(),
-		Canceled:        c.stats.canceled.Load(),
-	}
-	c.stats.lastMu.Lock()
-	st.Last = c.stats.last
-	c.stats.lastMu.Unlock()
-	return st
+	c.mu.Unlock()
 }

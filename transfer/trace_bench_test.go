@@ -47,8 +47,7 @@ func BenchmarkStagedTrace(b *testing.B) {
 	maxN := slices.Max(sizes)
 	dev := g.devMem(b, maxN)
 	host := randomBytes(maxN, 22)
-	pinned, release := gpuHost(b, g, g.copier(b, Options{}), PathPinned, maxN)
-	defer release()
+	pinned := g.pinnedMem(b, maxN)
 	copy(pinned, host)
 	for _, tc := range traceCopiers {
 		tr := &trace{}
@@ -60,12 +59,7 @@ func BenchmarkStagedTrace(b *testing.B) {
 		if tc.opt != nil {
 			tc.opt(&opt)
 		}
-		restore := allCPUs() // see g.copier
-		c, err := newCopier(g.pool, tracedDevice{cudaDevice{g.ctx}, tr}, opt, tu)
-		restore()
-		if err != nil {
-			b.Fatal(err)
-		}
+		c := g.copierOn(b, tracedDevice{cudaDevice{g.ctx}, tr}, opt, tu)
 		for _, n := range sizes {
 			for _, d := range []Direction{HostToDevice, DeviceToHost} {
 				for _, src := range []string{"pageable", "pinned"} {

@@ -7,10 +7,8 @@ type Direction int
 
 // Directions.
 const (
-	// HostToDevice copies host memory to the device (H2D).
-	HostToDevice Direction = iota
-	// DeviceToHost copies device memory to host memory (D2H).
-	DeviceToHost
+	HostToDevice Direction = iota // host memory to the device (H2D)
+	DeviceToHost                  // device memory to host memory (D2H)
 )
 
 // String returns "H2D" or "D2H".
@@ -21,29 +19,18 @@ func (d Direction) String() string {
 	return "H2D"
 }
 
-// Path is the way a copy moves its bytes. A copy whose host memory is of several kinds moves each
-// part its own way (see Copier.ToDevice); it is counted under the path of most of its bytes.
+// Path is the way a copy moves its bytes (the package documentation describes each). A copy whose
+// host memory is of several kinds moves each part its own way; it is counted under the path of
+// most of its bytes. Memory that begins page-locked and runs past its allocation's end is staged.
 type Path int
 
 // Paths, from the cheapest setup to the most work per byte.
 const (
-	// PathDirect is the driver's synchronous copy of pageable memory, for pageable parts smaller
-	// than Options.DirectBelow.
-	PathDirect Path = iota
-	// PathStaged copies pageable memory through pooled pinned staging buffers, chunk by chunk, with
-	// CPU copies overlapping DMA. Memory that begins page-locked and runs past its allocation's end
-	// is staged too.
-	PathStaged
-	// PathPinned is one asynchronous copy of memory that is already page-locked (a pool buffer, or
-	// memory cuda.IsPinned accepts).
-	PathPinned
-	// PathRegistered is asynchronous copies of memory registered with Copier.Register, split at the
-	// boundaries of the registrations and registered parts a copy covers.
-	PathRegistered
-	// PathStream is a stream or file transfer (ToDeviceFrom, FromDeviceTo, ToDeviceFromFile,
-	// FromDeviceToFile): pieces read or written straight into pinned staging buffers. Stats counts
-	// each such call as one transfer of all its bytes.
-	PathStream
+	PathDirect     Path = iota // the driver's synchronous copy of pageable memory below DirectBelow
+	PathStaged                 // pageable memory through pinned staging, CPU copies overlapping DMA
+	PathPinned                 // one asynchronous copy of memory already page-locked
+	PathRegistered             // asynchronous copies of memory registered with Copier.Register
+	PathStream                 // a stream or file transfer, counted as one transfer of all its bytes
 	numPaths
 )
 
