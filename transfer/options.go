@@ -23,7 +23,8 @@ type Options struct {
 	// WindowBytes bounds the pinned staging held by the copier's transfers in one direction
 	// (WindowBytes/ChunkSize buffers; a transfer waits for one beyond that); each direction, on its
 	// own copy engine, has its own window. It must hold one chunk; two or more let CPU copies
-	// overlap DMA. Zero means DefaultWindowBytes.
+	// overlap DMA. A file load (ToDeviceFromFile) also takes the download window's free slots, so
+	// the copier never holds more than twice WindowBytes. Zero means DefaultWindowBytes.
 	WindowBytes int64
 
 	// Lanes is the most goroutines that work on one staged transfer: the caller and up to Lanes-1

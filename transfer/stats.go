@@ -20,7 +20,7 @@ type Stats struct {
 	// just after the download returns.
 	StagingBytes int64
 	PeakStaging  int64 // the most staging memory held at once, both directions
-	WindowBytes  int64 // one direction's bound: slots * ChunkSize (both ways at once: twice this)
+	WindowBytes  int64 // one direction's bound: slots * ChunkSize (both ways at once, or a file load that takes the other window's free slots: twice this)
 
 	Failed   uint64 // transfers that returned an error other than cancellation
 	Canceled uint64 // transfers cut short by their context
