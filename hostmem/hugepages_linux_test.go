@@ -2,7 +2,6 @@ package hostmem
 
 import (
 	"bufio"
-	"os"
 	"strings"
 	"testing"
 )
@@ -74,74 +73,5 @@ func TestHugePageBytes(t *testing.T) {
 		if _, err := r.HugePageBytes(); err != ErrUnmapped {
 			t.Errorf("after Unmap: %v, want ErrUnmapped", err)
 		}
-	}
-}
-
-// TestHugeByPageFlags checks the page-flag count against smaps' on a
-// region advised to use huge pages, prefaulted in part (whole huge pages,
-// one page of the next, the rest untouched), where the process
-// may read page frames; elsewhere it checks that the count says it cannot.
-func TestHugeByPageFlags(t *testing.T) {
-	r, err := MapLazy(16<<20, Options{HugePages: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Unmap()
-	h := hugePageSize()
-	if err := r.Prefault(0, 5*h+4096); err != nil { // five whole huge pages and one page of the next
-		t.Fatal(err)
-	}
-	got, ok := hugeByPageFlags(uintptr(r.base), r.capacity, h)
-	if !ok {
-		if got != 0 {
-			t.Fatalf("hugeByPageFlags = %d, false; want 0 when it cannot tell", got)
-		}
-		t.Skip("page frames are hidden from this process (no CAP_SYS_ADMIN): HugePageBytes reads smaps")
-	}
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	want, err := anonHugeIn(bufio.NewReader(f), uintptr(r.base), uintptr(r.base)+uintptr(r.capacity))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != want || got > int64(6*h) { // the page touched of the sixth may fault in a whole huge page
-		t.Fatalf("hugeByPageFlags = %d, smaps AnonHugePages %d; want them equal and at most the %d of the huge pages touched", got, want, 6*h)
-	}
-	if n, err := r.HugePageBytes(); err != nil || n != got {
-		t.Fatalf("HugePageBytes = %d, %v; want %d", n, err, got)
-	}
-}
-
-// TestHugeSampled checks the scaled count of a region looked at in part:
-// huge pages in its first half only, two of its eight ranges looked at
-// (the first of each half), count half of it.
-func TestHugeSampled(t *testing.T) {
-	h := hugePageSize()
-	r, err := MapLazy(8*h, Options{HugePages: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Unmap()
-	if uintptr(r.base)%uintptr(h) != 0 {
-		t.Skip("the region is not aligned to a huge page")
-	}
-	if err := r.Prefault(0, 4*h); err != nil {
-		t.Fatal(err)
-	}
-	all, ok := hugeSampled(uintptr(r.base), r.capacity, h, 8)
-	if !ok {
-		t.Skip("page frames are hidden from this process (no CAP_SYS_ADMIN)")
-	}
-	if all != int64(4*h) {
-		t.Skipf("the kernel gave %d bytes of huge pages to the 4 faulted in; want all of them for this test", all)
-	}
-	if got, _ := hugeSampled(uintptr(r.base), r.capacity, h, 2); got != int64(4*h) {
-		t.Fatalf("two of eight ranges looked at: %d bytes, want %d", got, 4*h)
-	}
-	if got, _ := hugeSampled(uintptr(r.base), r.capacity, h, 3); got < 0 || got > int64(8*h) {
-		t.Fatalf("three of eight ranges looked at: %d bytes, out of range", got)
 	}
 }
