@@ -384,7 +384,10 @@ func TestStreamCloseRaces(t *testing.T) {
 
 // TestStreamWindowBound reads a large generated file through a small
 // window, sampling Stats all along: the staging held never exceeds the
-// window, and the pool never holds more than the window in use.
+// copier's two windows (a file load also takes the download window's free
+// slots when it has more readers than lanes, as on a host with more than
+// twice as many processors as lanes: -test.cpu 16), and the pool never
+// holds more than that in use.
 func TestStreamWindowBound(t *testing.T) {
 	opt := Options{ChunkSize: 256 << 10, WindowBytes: 1 << 20}
 	e := newEnv(t, opt)
@@ -400,8 +403,8 @@ func TestStreamWindowBound(t *testing.T) {
 		t.Fatalf("%d bytes, %v", got, err)
 	}
 	st := e.c.Stats()
-	if st.PeakStaging > opt.WindowBytes || peakInUse > opt.WindowBytes {
-		t.Fatalf("staging peak %d, pool in use peak %d: more than the window %d", st.PeakStaging, peakInUse, opt.WindowBytes)
+	if bound := 2 * opt.WindowBytes; st.PeakStaging > bound || peakInUse > bound {
+		t.Fatalf("staging peak %d, pool in use peak %d: more than the two windows %d", st.PeakStaging, peakInUse, bound)
 	}
 	m, _ := e.d.mem(dev+cuda.DevicePtr(n-8), 8)
 	want := make([]byte, 8)
