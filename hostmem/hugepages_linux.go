@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -51,11 +52,15 @@ func (r *Region) HugeTLB() bool { return r.hugetlb }
 
 // HugePageBytes returns how many bytes of the region are backed by huge
 // pages now: all of it for a hugetlb region; for a region advised to use
-// transparent huge pages, its AnonHugePages in /proc/self/smaps (where the
-// kernel has merged the region with a neighbouring mapping, that share of
-// the merged mapping's figure); 0 for one on normal pages. Reading smaps
-// walks the mappings up to the region's, so call it once, after the
-// region is prefaulted, not on a hot path.
+// transparent huge pages, what the kernel's page-table scan of the region
+// reports huge (the PAGEMAP_SCAN ioctl, Linux 6.7 and later), or where the
+// kernel lacks it the region's AnonHugePages in /proc/self/smaps (where
+// the kernel has merged the region with a neighbouring mapping, that share
+// of the merged mapping's figure); 0 for one on normal pages. The scan
+// walks the region's page tables only; smaps walks every mapping of the
+// process, which grows with each registered piece of every region, so
+// without the scan call it once, after the region is prefaulted, not on a
+// hot path.
 func (r *Region) HugePageBytes() (int64, error) {
 	switch {
 	case r.unmapped.Load():
@@ -64,6 +69,9 @@ func (r *Region) HugePageBytes() (int64, error) {
 		return int64(r.capacity), nil
 	case !r.huge:
 		return 0, nil
+	}
+	if n, ok := hugeByScan(uintptr(r.base), r.capacity); ok {
+		return n, nil
 	}
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
@@ -125,4 +133,54 @@ func log2(n int) int {
 		k++
 	}
 	return k
+}
+
+// pmScanArg is the kernel's struct pm_scan_arg (PAGEMAP_SCAN).
+type pmScanArg struct {
+	size, flags, start, end, walkEnd, vec, vecLen, maxPages       uint64
+	categoryInverted, categoryMask, categoryAnyofMask, returnMask uint64
+}
+
+// pageRegion is the kernel's struct page_region: a run of pages that
+// share the categories asked for.
+type pageRegion struct{ start, end, categories uint64 }
+
+const (
+	pageIsHuge = 1 << 6 // PAGE_IS_HUGE: mapped by a huge page table entry
+	// pagemapScan is _IOWR('f', 16, struct pm_scan_arg).
+	pagemapScan = 3<<30 | uint(unsafe.Sizeof(pmScanArg{}))<<16 | 'f'<<8 | 16
+)
+
+// hugeByScan counts the bytes of [base, base+n) that huge page table
+// entries map, with the PAGEMAP_SCAN ioctl of /proc/self/pagemap, which
+// any process may use on its own memory and which walks only that range.
+// ok is false where the kernel has no such ioctl (before Linux 6.7) or
+// the file cannot be opened.
+func hugeByScan(base uintptr, n int) (total int64, ok bool) {
+	f, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	vec := make([]pageRegion, 256)
+	for start, end := uint64(base), uint64(base)+uint64(n); start < end; {
+		a := pmScanArg{
+			size: uint64(unsafe.Sizeof(pmScanArg{})), start: start, end: end,
+			vec: uint64(uintptr(unsafe.Pointer(&vec[0]))), vecLen: uint64(len(vec)),
+			categoryMask: pageIsHuge, returnMask: pageIsHuge,
+		}
+		got, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), uintptr(pagemapScan), uintptr(unsafe.Pointer(&a)))
+		if errno != 0 {
+			return 0, false
+		}
+		for _, v := range vec[:min(int(got), len(vec))] {
+			total += int64(v.end - v.start)
+		}
+		if a.walkEnd <= start { // no progress: not a kernel that fills walk_end
+			return 0, false
+		}
+		start = a.walkEnd
+	}
+	runtime.KeepAlive(vec)
+	return total, true
 }

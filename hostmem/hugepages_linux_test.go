@@ -2,8 +2,10 @@ package hostmem
 
 import (
 	"bufio"
+	"os"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestHugeTLBFrom(t *testing.T) {
@@ -74,4 +76,105 @@ func TestHugePageBytes(t *testing.T) {
 			t.Errorf("after Unmap: %v, want ErrUnmapped", err)
 		}
 	}
+}
+
+// TestHugeByScan checks the page-table scan against smaps on a region
+// advised to use huge pages with only its first half touched, on its
+// whole range and on each half, and on a region of normal pages.
+func TestHugeByScan(t *testing.T) {
+	const n = 64 << 20
+	r, err := MapLazy(n, Options{HugePages: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Unmap()
+	if r.HugeTLB() {
+		t.Skip("the region is in the hugetlb pool; the scan counts transparent huge pages")
+	}
+	mem := r.Bytes()
+	for i := 0; i < n/2; i += 4096 {
+		mem[i] = 1
+	}
+	base := uintptr(unsafe.Pointer(&mem[0]))
+	whole, ok := hugeByScan(base, n)
+	if !ok {
+		t.Skip("no PAGEMAP_SCAN on this kernel (Linux 6.7 and later have it)")
+	}
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	smaps, err := anonHugeIn(bufio.NewReader(f), base, base+n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := hugeByScan(base, n/2)
+	second, _ := hugeByScan(base+n/2, n/2)
+	const huge = 2 << 20
+	t.Logf("the scan: %d huge bytes of the touched %d (smaps %d)", whole, n/2, smaps)
+	switch {
+	case whole != smaps:
+		t.Errorf("the scan counts %d huge bytes, smaps %d", whole, smaps)
+	case first+second != whole || second != 0 || first%huge != 0:
+		t.Errorf("halves %d + %d, whole %d: want the touched first half's huge pages only", first, second, whole)
+	}
+	got, err := r.HugePageBytes()
+	if err != nil || got != whole {
+		t.Errorf("HugePageBytes = %d, %v; the scan %d", got, err, whole)
+	}
+	small, err := MapLazy(8<<20, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Unmap()
+	sm := small.Bytes()
+	for i := 0; i < len(sm); i += 4096 {
+		sm[i] = 1
+	}
+	if n, ok := hugeByScan(uintptr(unsafe.Pointer(&sm[0])), len(sm)); !ok || n < 0 || n > int64(len(sm)) {
+		t.Errorf("a region of normal pages: %d, %v", n, ok)
+	}
+}
+
+// BenchmarkHugePageBytes measures what a region's huge-page count costs in
+// a process that has other large regions (as a pool that grew an arena
+// in many allocations has): the page-table scan, which walks the region
+// only, against reading smaps, which walks every mapping.
+func BenchmarkHugePageBytes(b *testing.B) {
+	const n, other = 64 << 20, 2 << 30
+	r, err := MapLazy(n, Options{HugePages: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Unmap()
+	big, err := MapLazy(other, Options{HugePages: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer big.Unmap()
+	for _, m := range [][]byte{r.Bytes(), big.Bytes()} {
+		for i := 0; i < len(m); i += 4096 {
+			m[i] = 1
+		}
+	}
+	base := uintptr(unsafe.Pointer(&r.Bytes()[0]))
+	b.Run("scan", func(b *testing.B) {
+		if _, ok := hugeByScan(base, n); !ok {
+			b.Skip("no PAGEMAP_SCAN on this kernel")
+		}
+		for b.Loop() {
+			hugeByScan(base, n)
+		}
+	})
+	b.Run("smaps", func(b *testing.B) {
+		for b.Loop() {
+			f, err := os.Open("/proc/self/smaps")
+			if err != nil {
+				b.Fatal(err)
+			}
+			anonHugeIn(bufio.NewReader(f), base, base+n)
+			f.Close()
+		}
+	})
 }
