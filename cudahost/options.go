@@ -2,6 +2,7 @@ package cudahost
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/pinpool/pinpool/cuda"
@@ -290,7 +291,12 @@ func validate(opt Options, p cuda.Properties) (Options, error) {
 		if opt.RegisterGroup == 0 {
 			opt.RegisterGroup = DefaultRegisterGroup
 		}
-		opt.RegisterGroup = (opt.RegisterGroup + opt.RegisterChunk - 1) / opt.RegisterChunk * opt.RegisterChunk
+		// Up to whole pieces; where that would pass the largest int, down.
+		if g := opt.RegisterGroup / opt.RegisterChunk * opt.RegisterChunk; g < opt.RegisterGroup && g <= math.MaxInt-opt.RegisterChunk {
+			opt.RegisterGroup = g + opt.RegisterChunk
+		} else {
+			opt.RegisterGroup = g
+		}
 	}
 	return opt, nil
 }

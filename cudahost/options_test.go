@@ -2,6 +2,7 @@ package cudahost
 
 import (
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -139,6 +140,8 @@ func TestValidateGroup(t *testing.T) {
 		{Options{RegisterGroup: 4096, RegisterChunk: 3 * mib}, 3 * mib},
 		{Options{RegisterChunk: 48 * mib}, 96 * mib},
 		{Options{Method: HostAlloc, RegisterGroup: 8192}, 8192},
+		// No room to round up: the whole pieces below it, not an overflow.
+		{Options{RegisterGroup: math.MaxInt &^ 4095}, math.MaxInt / DefaultRegisterChunk * DefaultRegisterChunk},
 	} {
 		got, err := validate(tc.opt, propsH200)
 		if err != nil || got.RegisterGroup != tc.want {
