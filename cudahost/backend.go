@@ -276,7 +276,8 @@ func (b *Backend) plan(size, align int) pipeline {
 }
 
 // hugeReportMin is the smallest chunk whose huge pages are looked up
-// (reading /proc/self/smaps costs more than a small growth is worth).
+// (where the kernel lacks PAGEMAP_SCAN, hostmem reads /proc/self/smaps,
+// which costs more than a small growth is worth).
 const hugeReportMin = 64 << 20
 
 // hugeAlign is the transparent huge page size the pipeline keeps whole
