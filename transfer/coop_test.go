@@ -56,47 +56,78 @@ func coopSizes(t *testing.T, lanes int, tu tuning) {
 	}
 }
 
-// TestCoopFallsBack checks that a small transfer whose staging the window
-// cannot give at once (the window held by another transfer) runs chunked
-// instead, and still arrives, and that one larger than the window
-// runs chunked by its plan.
+// TestCoopFallsBack checks, both ways, that a small transfer whose staging
+// the window cannot give at once (the window held by another transfer)
+// runs by its plan's chunked fallback instead, and still copies every
+// byte, and that one larger than its share of the window runs chunked by
+// its plan. The cooperative chunks are a quarter of a staging buffer, so
+// the chunks counted tell the modes apart.
 func TestCoopFallsBack(t *testing.T) {
-	e := newEnv(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Lanes: 4, DirectBelow: -1})
+	packed := defaultTuning()
+	packed.coopChunk = testChunk / 4
 	ctx := context.Background()
-	for _, tc := range []struct {
-		n    int
-		busy bool
-	}{{2 * testChunk, true}, {5 * testChunk, false}} {
-		p := planStaging(tc.n, HostToDevice, 1, false, e.c.opt, e.c.tune)
-		if want := map[bool]mode{true: cooperative, false: chunked}[tc.busy]; p.mode != want {
-			t.Fatalf("%d bytes: plan %v, want %v", tc.n, p.mode, want)
-		}
-		if tc.busy { // 3 of the 4 slots: the 2 buffers cannot be had at once
-			for range 3 {
-				if !e.c.wins[HostToDevice].tryAcquire() {
-					t.Fatal("window busy")
+	for _, dir := range []Direction{HostToDevice, DeviceToHost} {
+		for _, tc := range []struct {
+			n    int
+			busy bool
+		}{{2 * testChunk, true}, {5 * testChunk, false}} {
+			t.Run(fmt.Sprintf("%v/n=%d", dir, tc.n), func(t *testing.T) {
+				e := newEnvTuned(t, Options{ChunkSize: testChunk, WindowBytes: 4 * testChunk, Lanes: 4, DirectBelow: -1}, packed)
+				p := planStaging(tc.n, dir, 1, false, e.c.opt, e.c.tune)
+				if want := map[bool]mode{true: cooperative, false: chunked}[tc.busy]; p.mode != want {
+					t.Fatalf("plan %v, want %v", p.mode, want)
 				}
-			}
+				want := p.chunks // chunked: whole staging buffers
+				if tc.busy {
+					f := p.fallback()
+					if f.mode != chunked || f.chunks == p.chunks {
+						t.Fatalf("fallback %+v of %+v: want chunked, in other chunks", f, p)
+					}
+					want = f.chunks
+					// 3 of the 4 slots: the 2 buffers cannot be had at once.
+					for range 3 {
+						if !e.c.wins[dir].tryAcquire() {
+							t.Fatal("window busy")
+						}
+					}
+				}
+				dev, src := e.devHolding(tc.n, 7)
+				host := src
+				if dir == HostToDevice {
+					dev = e.d.alloc(tc.n)
+				} else {
+					host = make([]byte, tc.n)
+				}
+				before := e.c.Stats().Chunks
+				done := make(chan error, 1)
+				go func() {
+					if dir == HostToDevice {
+						done <- e.c.ToDevice(ctx, dev, host)
+					} else {
+						done <- e.c.FromDevice(ctx, host, dev)
+					}
+				}()
+				if tc.busy {
+					time.Sleep(10 * time.Millisecond) // let it find the window short
+					for range 3 {
+						e.c.wins[dir].release()
+					}
+				}
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if got := e.c.Stats().Chunks - before; got != uint64(want) {
+					t.Errorf("%d chunks, want %d from the chunked mode", got, want)
+				}
+				if dir == HostToDevice {
+					host = e.devBytes(dev, tc.n)
+				}
+				sameBytes(t, dir.String(), host, src)
+				if n := settledStaging(e.c); n != 0 {
+					t.Errorf("%d bytes of staging held after the transfer", n)
+				}
+			})
 		}
-		src := randomBytes(tc.n, 7)
-		dev := e.d.alloc(tc.n)
-		before := e.c.Stats().Chunks
-		done := make(chan error, 1)
-		go func() { done <- e.c.ToDevice(ctx, dev, src) }()
-		if tc.busy {
-			time.Sleep(10 * time.Millisecond) // let it find the window short
-			for range 3 {
-				e.c.wins[HostToDevice].release()
-			}
-		}
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		want := (tc.n + testChunk - 1) / testChunk // chunked: whole staging buffers
-		if got := e.c.Stats().Chunks - before; got != uint64(want) {
-			t.Errorf("%d bytes: %d chunks, want %d from the chunked mode", tc.n, got, want)
-		}
-		sameBytes(t, "device", e.devBytes(dev, tc.n), src)
 	}
 }
 

@@ -1,7 +1,9 @@
 package transfer
 
 // Step 2 of a transfer: the staging plan, decided once by planStaging from the transfer's size and
-// direction, the transfers staging at the time, the options and the tuning.
+// direction, the transfers staging at the time, the options and the tuning. A cooperative plan
+// carries the chunked one the transfer runs by when its staging cannot all be had at once
+// (plan.fallback): no transfer is planned twice.
 
 // mode is how the lanes of a staged transfer share its work. Each of the two wins by far more than
 // a second mechanism's margin where it is used: the cooperative mode within the window, uploads
@@ -54,6 +56,18 @@ type plan struct {
 	buffers   int // cooperative: staging buffers the transfer holds
 	stripe    int // cooperative: bytes of a chunk that a lane copies at a time
 	stripes   int // cooperative: stripes of the whole transfer
+
+	alt cut // cooperative: the chunked plan of the same transfer, for fallback
+}
+
+// cut is a chunked plan's share of the work: its chunk, chunks, lanes and depth.
+type cut struct{ chunk, chunks, lanes, depth int }
+
+// fallback is the chunked plan of a cooperative plan's transfer, for when the window or the pool
+// cannot give it all its staging at once: chunked waits for staging as it goes.
+func (p plan) fallback() plan {
+	return plan{mode: chunked, n: p.n, chunk: p.alt.chunk, chunks: p.alt.chunks, lanes: p.alt.lanes,
+		buffer: p.buffer, streamOut: p.streamOut, depth: p.alt.depth}
 }
 
 // planStaging plans a staged transfer of n > 0 bytes in direction dir, when active transfers stage
@@ -68,6 +82,10 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 	}
 	buf := o.ChunkSize
 	streamOut := dir == DeviceToHost && active == 1
+	k := cut{chunk: chunkFor(n, buf, lanes, t.minChunk)}
+	k.chunks = ceilDiv(n, k.chunk)
+	k.lanes = min(lanes, k.chunks)
+	k.depth = max(2, ceilDiv(o.Slots(), k.lanes))
 	if share := t.coopShare[dir]; lanes >= 2 && share > 0 {
 		chunk := min(buf, t.coopChunk)
 		per := buf / chunk
@@ -86,14 +104,12 @@ func planStaging(n int, dir Direction, active int, asleep bool, o Options, t tun
 				streamOut: streamOut, backToBack: dir == DeviceToHost && !asleep,
 				handoff:   dir == DeviceToHost && !asleep && streamOut && t.handoff,
 				perBuffer: per, buffers: buffers, stripe: stripe, stripes: stripes,
+				alt: k,
 			}
 		}
 	}
-	chunk := chunkFor(n, buf, lanes, t.minChunk)
-	chunks := ceilDiv(n, chunk)
-	lanes = min(lanes, chunks)
-	return plan{mode: chunked, n: n, chunk: chunk, chunks: chunks, lanes: lanes, buffer: buf, streamOut: streamOut,
-		depth: max(2, ceilDiv(o.Slots(), lanes))}
+	return plan{mode: chunked, n: n, chunk: k.chunk, chunks: k.chunks, lanes: k.lanes, buffer: buf,
+		streamOut: streamOut, depth: k.depth}
 }
 
 // chunkFor is the chunk size of a chunked transfer of n bytes: chunk, or less when that would leave

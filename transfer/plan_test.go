@@ -74,7 +74,17 @@ func TestPlanStaging(t *testing.T) {
 	} {
 		// A cooperative download back to back and staging alone hands off.
 		tc.want.handoff = tc.want.backToBack && tc.want.streamOut && tc.tu.handoff
-		if got := planStaging(tc.n, tc.dir, tc.active, false, tc.o, tc.tu); got != tc.want {
+		got := planStaging(tc.n, tc.dir, tc.active, false, tc.o, tc.tu)
+		if got.mode == cooperative {
+			// Its fallback is the plan of the same transfer with the cooperative mode off.
+			off := tc.tu
+			off.coopShare = [2]int{}
+			if f, want := got.fallback(), planStaging(tc.n, tc.dir, tc.active, false, tc.o, off); f != want {
+				t.Errorf("%d bytes %v, %d active: fallback %+v, want %+v", tc.n, tc.dir, tc.active, f, want)
+			}
+			got.alt = cut{}
+		}
+		if got != tc.want {
 			t.Errorf("planStaging(%d, %v, %d active, Lanes %d, ChunkSize %d, WindowBytes %d, %+v)\n got %+v\nwant %+v", tc.n, tc.dir, tc.active, tc.o.Lanes, tc.o.ChunkSize, tc.o.WindowBytes, tc.tu, got, tc.want)
 		}
 	}
@@ -107,7 +117,7 @@ func TestPlanOneSwitch(t *testing.T) {
 // options, directions and loads: the chunks cover the transfer exactly, a
 // chunk fits its buffer, the stripes of a cooperative plan tile every chunk
 // in order, its buffers fit in its share of the window, and the lanes are
-// between 1 and Lanes.
+// between 1 and Lanes; the same for a cooperative plan's chunked fallback.
 func TestPlanCovers(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {
@@ -124,34 +134,40 @@ func TestPlanCovers(t *testing.T) {
 		}
 		n := 1 + r.IntN(64<<20)
 		d, active := Direction(r.IntN(2)), 1+r.IntN(12)
-		p := planStaging(n, d, active, r.IntN(2) == 0, o, defaultTuning())
-		what := fmt.Sprintf("n %d, %v, %d active, Lanes %d, ChunkSize %d, WindowBytes %d: %+v", n, d, active, o.Lanes, o.ChunkSize, o.WindowBytes, p)
-		if p.chunk <= 0 || p.chunk > p.buffer || (p.chunks-1)*p.chunk >= n || p.chunks*p.chunk < n {
-			t.Fatalf("%s: chunks do not cover the transfer", what)
+		q := planStaging(n, d, active, r.IntN(2) == 0, o, defaultTuning())
+		plans := []plan{q}
+		if q.mode == cooperative {
+			plans = append(plans, q.fallback()) // what runs when its staging cannot all be had
 		}
-		if p.lanes < 1 || p.lanes > o.Lanes {
-			t.Fatalf("%s: lanes out of range", what)
-		}
-		if p.mode == chunked {
-			if p.depth < 2 {
-				t.Fatalf("%s: depth", what)
+		for _, p := range plans {
+			what := fmt.Sprintf("n %d, %v, %d active, Lanes %d, ChunkSize %d, WindowBytes %d: %+v", n, d, active, o.Lanes, o.ChunkSize, o.WindowBytes, p)
+			if p.chunk <= 0 || p.chunk > p.buffer || (p.chunks-1)*p.chunk >= n || p.chunks*p.chunk < n {
+				t.Fatalf("%s: chunks do not cover the transfer", what)
 			}
-			continue
-		}
-		if p.buffers*p.perBuffer < p.chunks || p.buffers > o.Slots()/defaultTuning().coopShare[d] || p.perBuffer*p.chunk > p.buffer {
-			t.Fatalf("%s: buffers", what)
-		}
-		next := 0
-		for s := range p.stripes {
-			i, lo, hi := p.stripeRange(s)
-			clo, chi := p.chunkRange(i)
-			if lo != next || hi <= lo || lo < clo || hi > chi {
-				t.Fatalf("%s: stripe %d is [%d, %d) of chunk %d [%d, %d), want it to start at %d", what, s, lo, hi, i, clo, chi, next)
+			if p.lanes < 1 || p.lanes > o.Lanes {
+				t.Fatalf("%s: lanes out of range", what)
 			}
-			next = hi
-		}
-		if next != n {
-			t.Fatalf("%s: stripes end at %d", what, next)
+			if p.mode == chunked {
+				if p.depth < 2 {
+					t.Fatalf("%s: depth", what)
+				}
+				continue
+			}
+			if p.buffers*p.perBuffer < p.chunks || p.buffers > o.Slots()/defaultTuning().coopShare[d] || p.perBuffer*p.chunk > p.buffer {
+				t.Fatalf("%s: buffers", what)
+			}
+			next := 0
+			for s := range p.stripes {
+				i, lo, hi := p.stripeRange(s)
+				clo, chi := p.chunkRange(i)
+				if lo != next || hi <= lo || lo < clo || hi > chi {
+					t.Fatalf("%s: stripe %d is [%d, %d) of chunk %d [%d, %d), want it to start at %d", what, s, lo, hi, i, clo, chi, next)
+				}
+				next = hi
+			}
+			if next != n {
+				t.Fatalf("%s: stripes end at %d", what, next)
+			}
 		}
 	}
 }

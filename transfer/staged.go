@@ -20,14 +20,12 @@ func (c *Copier) staged(ctx context.Context, o op) error {
 	lanes := c.lanes[o.dir]
 	active := lanes.arrive()
 	defer lanes.leave()
-	asleep := lanes.asleep()
-	p := planStaging(len(o.host), o.dir, active, asleep, c.opt, c.tune)
+	p := planStaging(len(o.host), o.dir, active, lanes.asleep(), c.opt, c.tune)
 	if p.mode == cooperative {
 		if ok, err := c.coop(ctx, o, p); ok {
 			return err
 		}
-		// No staging for all of it at once: chunked waits for staging as it goes.
-		p = planStaging(len(o.host), o.dir, active, asleep, c.opt, tuning{minChunk: c.tune.minChunk})
+		p = p.fallback() // no staging for all of it at once
 	}
 	return c.chunked(ctx, o, p)
 }
