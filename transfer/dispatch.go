@@ -15,9 +15,9 @@ import (
 // segments and paths); 2. plan (plan.go: mode, chunks, lanes); 3. run (staged.go chunked, coop.go
 // cooperative, lanes.go the standing lanes and the one busy wait); 4. issue (issue.go: every
 // asynchronous copy and its event); 5. complete (complete.go: waiting, the CPU copies). Beneath
-// them: the copier and its windows (copier.go), options, registrations (register.go), the device,
-// and at the bottom the shared types (types.go), errors and statistics. Streams and files
-// (stream.go, file.go, pieces.go) run on the same lanes.
+// them: the copier with its windows and Register (copier.go), options, registrations and their
+// registry (register.go), the device, and at the bottom the shared types (types.go), errors and
+// statistics. Streams and files (stream.go, file.go, pieces.go) run on the same lanes.
 //
 // One word per idea: a transfer is one call; a segment is a range of its host memory held by one
 // kind of memory; a chunk is the bytes of one staged asynchronous copy; a staging buffer (one

@@ -17,12 +17,12 @@ import (
 // many times: registering costs about as much as copying the memory a few times over, and
 // unregistering synchronises with the device (BenchmarkTransfer and pinpool bench measure both).
 type Registration struct {
-	c          *Copier
-	mem        []byte // keeps a Go slice alive (the Go heap does not move)
+	g          *registry // the copier's, which Close takes it out of
+	mem        []byte    // keeps a Go slice alive (the Go heap does not move)
 	start, end uintptr
 	parts      []regPart
 	users      sync.WaitGroup // copies using the registration
-	closed     bool           // under c.regs.mu
+	closed     bool           // under g.mu
 }
 
 // regPart is one cuMemHostRegister call's range, in absolute addresses.
@@ -41,57 +41,6 @@ type registry struct {
 	list  []*Registration
 }
 
-// Register page-locks b, in parts of at most Options.RegisterChunk bytes on page boundaries (see
-// cuda.RegisterInParts), so that copies of b's bytes go directly to and from the device until the
-// Registration is closed. b must stay allocated until then (a Go slice is kept referenced; an
-// mmap'd region must not be unmapped). If a part fails, the parts registered are unregistered and
-// the error names the part. Errors wrap ErrRegister: for empty memory, memory the driver refuses,
-// and, as ErrAlreadyRegistered, memory that overlaps a registration of this copier or memory
-// already page-locked (a pool buffer). Copies are split at the boundaries of the parts and
-// registrations they cover, which the driver requires; memory registered by other code is not known
-// to the copier and must not be copied across its registrations' boundaries.
-func (c *Copier) Register(b []byte) (*Registration, error) {
-	if err := c.begin(); err != nil {
-		return nil, err
-	}
-	defer c.end()
-	if len(b) == 0 {
-		return nil, fmt.Errorf("%w: empty memory", ErrRegister)
-	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	r := &Registration{c: c, mem: b, start: start, end: start + uintptr(len(b))}
-	c.regs.mu.RLock()
-	overlaps := c.regs.overlaps(r.start, r.end)
-	c.regs.mu.RUnlock()
-	if overlaps {
-		return nil, fmt.Errorf("%w: %d bytes at %#x overlap a registration of this copier", ErrAlreadyRegistered, len(b), start)
-	}
-	if c.dev.isPinned(b[:1]) || c.dev.isPinned(b[len(b)-1:]) {
-		return nil, fmt.Errorf("%w: %d bytes at %#x are page-locked already", ErrAlreadyRegistered, len(b), start)
-	}
-	kind := ErrRegister
-	parts, err := cuda.RegisterInParts(b, c.regs.chunk, func(p []byte) (regPart, error) {
-		h, err := c.dev.register(p)
-		if err != nil {
-			if errors.Is(err, cuda.ErrAlreadyRegistered) {
-				kind = ErrAlreadyRegistered
-			}
-			return regPart{}, err
-		}
-		s := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
-		return regPart{start: s, end: s + uintptr(len(p)), h: h}, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", kind, err)
-	}
-	r.parts = parts
-	if !c.regs.insert(r) {
-		err := fmt.Errorf("%w: %d bytes at %#x were registered meanwhile", ErrAlreadyRegistered, len(b), start)
-		return nil, errors.Join(err, r.free())
-	}
-	return r, nil
-}
-
 // Bytes is the registered memory.
 func (r *Registration) Bytes() []byte { return r.mem }
 
@@ -102,7 +51,7 @@ func (r *Registration) Parts() int { return len(r.parts) }
 // ordinary memory. A second Close returns ErrClosed. Copier.Close closes the registrations still
 // open.
 func (r *Registration) Close() error {
-	if !r.c.regs.remove(r) {
+	if !r.g.remove(r) {
 		return ErrClosed
 	}
 	r.users.Wait()
