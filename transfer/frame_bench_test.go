@@ -40,12 +40,10 @@ func (g *gpu) tunedCopier(tb testing.TB, opt Options, tu tuning) *Copier {
 	return g.copierOn(tb, cudaDevice{g.ctx}, opt, tu)
 }
 
-// frameWays are the ways BenchmarkFrameStream and BenchmarkPacedFrames
-// compare: the driver's copy, the default copier, one that wakes all its
-// lanes for a frame that finds them asleep (tuning.coldLanes off), one in
-// the chunked mode only, a copier of 2 lanes, one whose downloads do not
-// hand off (tuning.handoff off), and (BenchmarkFrameStream only) one that
-// never spins.
+// frameWays are the ways BenchmarkFrameStream compares: the driver's copy, the default copier, one
+// that wakes all its lanes for a frame that finds them asleep (tuning.coldLanes off), one in the
+// chunked mode only, a copier of 2 lanes, one whose downloads do not hand off (tuning.handoff off),
+// and one that never spins.
 var frameWays = []frameWay{
 	{name: "driver"},
 	{name: "copier=default", copier: tunedFrameCopier(Options{}, nil)},
@@ -53,7 +51,28 @@ var frameWays = []frameWay{
 	{name: "copier=chunked-only", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.coopShare = [2]int{} })},
 	{name: "copier=lanes-2", copier: tunedFrameCopier(Options{Lanes: 2}, nil)},
 	{name: "copier=handoff-off", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.handoff = false })},
-	{name: "copier=spin-off", streamOnly: true, copier: tunedFrameCopier(Options{LaneSpin: -1}, nil)},
+	{name: "copier=spin-off", copier: tunedFrameCopier(Options{LaneSpin: -1}, nil)},
+}
+
+// pacedWays are the ways BenchmarkPacedFrames compares, frame by frame in one stream: the driver's
+// copy, the default copier, and copiers whose frames that find the lanes asleep take 2 to 6 lanes
+// both ways, or all of them (tuning.coldLanes), so that one run on the GPU host picks the default
+// for each direction.
+var pacedWays = []frameWay{
+	{name: "driver"},
+	{name: "copier=default", copier: tunedFrameCopier(Options{}, nil)},
+	{name: "copier=cold-2", copier: coldLanesCopier(2)},
+	{name: "copier=cold-3", copier: coldLanesCopier(3)},
+	{name: "copier=cold-4", copier: coldLanesCopier(4)},
+	{name: "copier=cold-5", copier: coldLanesCopier(5)},
+	{name: "copier=cold-6", copier: coldLanesCopier(6)},
+	{name: "copier=cold-all", copier: coldLanesCopier(0)},
+}
+
+// coldLanesCopier makes a prewarmed copier of the default tuning but for coldLanes, n both ways
+// (zero: all lanes).
+func coldLanesCopier(n int) func(testing.TB, *gpu) *Copier {
+	return tunedFrameCopier(Options{}, func(t *tuning) { t.coldLanes = [2]int{n, n} })
 }
 
 // tunedFrameCopier makes a prewarmed copier with options opt and the

@@ -162,8 +162,9 @@ type tuning struct {
 	minChunk int
 	// coldLanes caps the lanes of a cooperative transfer that finds the lanes asleep, per direction
 	// (zero: all): lanes that wake late find the work done but pay their wake-up. A few lanes moved
-	// a paced stream's frames as fast for less CPU time (BenchmarkPacedFrames,
-	// copier=all-lanes-asleep); a download took one lane more than an upload to be as fast.
+	// a paced stream's frames as fast for less CPU time (BenchmarkPacedFrames, copier=cold-2 to
+	// cold-6 and cold-all beside copier=default, frame by frame in one stream); a download took one
+	// lane more than an upload to be as fast.
 	coldLanes [2]int
 	// handoff turns plan.handoff on.
 	handoff bool

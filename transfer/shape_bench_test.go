@@ -10,10 +10,14 @@ package transfer
 // shapeCopiers, defined beside the engine, names the copiers to compare.
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -122,11 +126,11 @@ func BenchmarkStagedSizes(b *testing.B) {
 
 // frameWay is a way BenchmarkFrameStream and BenchmarkPacedFrames move a
 // frame: the driver's copy of pageable memory when copier is nil, else the
-// copier it makes (frameWays, defined beside the engine, lists them).
+// copier it makes (frameWays and pacedWays, defined beside the engine, list
+// them).
 type frameWay struct {
-	name       string
-	copier     func(tb testing.TB, g *gpu) *Copier
-	streamOnly bool // not in BenchmarkPacedFrames
+	name   string
+	copier func(tb testing.TB, g *gpu) *Copier
 }
 
 // frameMover returns the function that moves a frame the way w, in the
@@ -206,96 +210,265 @@ func BenchmarkFrameStream(b *testing.B) {
 	}
 }
 
-// BenchmarkPacedFrames moves one stream of 1080p frames at a steady rate
-// (30 and 300 frames a second; 4 frames used in turn, each copied to the
-// same device memory) for a fixed time per iteration (-transfer.pacedfor), each way
-// of frameWays: uploads only ("H2D"), downloads only into another host
-// buffer ("D2H"), and each frame up then back, as a filter that returns
-// the frame it was given ("round-trip"; one copier both ways). It reports per frame the process's
-// CPU time (cpu-ns/frame, getrusage: every thread, the driver's among
-// them; of it the time in the kernel, sys-ns/frame) and the copies' wall
-// time (wall-ns/frame; a round trip counts both), the CPU time as a share
-// of one core (cpu-share) and per GB moved (cpu-ms/GB), and the CPU time
-// the process burns at rest just before, as a share of a core
-// (idle-cpu-share). Run it with -test.benchtime 1x.
+// BenchmarkPacedFrames moves one stream of 1080p frames at a steady rate (30 and 300 frames a
+// second), each way of pacedWays in turn, frame by frame, as scripts/ref/paced.cpp does: the ways
+// take turns in a new random order each round (a fixed seed per leaf), each frame at its own
+// deadline one period after the frame before it, whichever way moved that one, so that every way is
+// measured in the same minutes and each frame finds the stream's previous frame a period ago. One
+// leaf per rate and trip: uploads of 4 frames used in turn ("H2D"), downloads into 4 other host
+// buffers ("D2H"), and each frame up then back, as a filter that returns the frame it was given
+// ("round-trip"; one copier both ways). Every way moves -transfer.pacedfor worth of frames at each
+// rate in each leaf (at least one).
+//
+// A frame's CPU time is the process's (getrusage RUSAGE_SELF, user and system, every thread: the
+// driver's, the lanes' and their spin among them) from half a period before its deadline to half a
+// period after; its wall time is its copy's (a round trip counts both). Per way, named by its
+// pacedWays entry without the "copier=" (driver, default, cold-2, ...), it reports the mean wall
+// time per frame (<way>-wall-ns/frame) with its median and 99th percentile (<way>-p50-ns/frame,
+// <way>-p99-ns/frame), the CPU time per frame and of it the kernel's (<way>-cpu-ns/frame,
+// <way>-sys-ns/frame), and for each copier its ratios to the driver in the same leaf:
+// <way>-x-speed, the driver's mean wall time over the way's, and <way>-x-cpu, the way's CPU time
+// per frame over the driver's (issue 31's goal 5 asks x-speed >= 1.5 at x-cpu <= 1.25 of the
+// default). It also reports the process's CPU time at rest just before the stream, as a share of a
+// core (idle-cpu-share). Each way's copy is checked byte for byte before and after the stream, and
+// the frames that the last round left in the host buffers after it. Run it with -test.benchtime
+// 1x; -transfer.pacedways picks ways.
 func BenchmarkPacedFrames(b *testing.B) {
 	defer allCPUs()()
 	g := newGPU(b, cudahost.Options{})
+	ways, err := pickPacedWays(*pacedWaysFlag)
+	if err != nil {
+		b.Fatal(err)
+	}
 	const frames = 4
 	dev := g.devMem(b, frameBytes)
 	host := randomBytes(frames*frameBytes, 40)
 	back := make([]byte, frames*frameBytes)
-	for _, w := range frameWays {
-		if w.streamOnly {
-			continue
-		}
-		move := frameMover(b, g, w)
-		for _, rate := range []int{30, 300} {
-			for _, trip := range []string{"H2D", "D2H", "round-trip"} {
-				// frame moves frame i of the stream.
-				frame := func(i int) error {
+	scratch := make([]byte, frameBytes)
+	moves := make([]func(Direction, []byte, cuda.DevicePtr) error, len(ways))
+	for k, w := range ways {
+		moves[k] = frameMover(b, g, w)
+	}
+	trips := []string{"H2D", "D2H", "round-trip"}
+	for _, rate := range []int{30, 300} {
+		for ti, trip := range trips {
+			b.Run(fmt.Sprintf("fps=%d/%s", rate, trip), func(b *testing.B) {
+				defer allCPUs()()
+				// frame moves slot i of the stream the way k.
+				frame := func(k, i int) error {
 					lo, hi := (i%frames)*frameBytes, (i%frames+1)*frameBytes
 					if trip != "D2H" {
-						if err := move(HostToDevice, host[lo:hi], dev.Ptr()); err != nil || trip == "H2D" {
+						if err := moves[k](HostToDevice, host[lo:hi], dev.Ptr()); err != nil || trip == "H2D" {
 							return err
 						}
 					}
-					return move(DeviceToHost, back[lo:hi], dev.Ptr())
+					return moves[k](DeviceToHost, back[lo:hi], dev.Ptr())
 				}
-				perFrame := frameBytes
-				if trip == "round-trip" {
-					perFrame *= 2
+				// check moves two frames each way with each way and compares the bytes; it
+				// also makes the copiers' lanes and staging before the stream starts.
+				check := func(when string) {
+					for k, w := range ways {
+						for f := range 2 {
+							src := host[f*frameBytes : (f+1)*frameBytes]
+							if trip != "D2H" {
+								if err := g.ctx.MemsetD8(dev.Ptr(), 0, frameBytes); err != nil {
+									b.Fatal(err)
+								}
+								if err := g.ctx.Synchronize(); err != nil {
+									b.Fatal(err)
+								}
+								if err := moves[k](HostToDevice, src, dev.Ptr()); err != nil {
+									b.Fatal(err)
+								}
+								g.checkDevice(b, fmt.Sprintf("%s %s upload, %s", w.name, trip, when), dev.Ptr(), src)
+							}
+							if trip != "H2D" {
+								if err := g.ctx.CopyHtoD(dev.Ptr(), src); err != nil {
+									b.Fatal(err)
+								}
+								clear(scratch)
+								if err := moves[k](DeviceToHost, scratch, dev.Ptr()); err != nil {
+									b.Fatal(err)
+								}
+								if !bytes.Equal(scratch, src) {
+									b.Fatalf("%s %s download, %s: the bytes differ from the device's", w.name, trip, when)
+								}
+							}
+						}
+					}
 				}
-				b.Run(fmt.Sprintf("%s/fps=%d/%s", w.name, rate, trip), func(b *testing.B) {
-					defer allCPUs()()
-					period := time.Second / time.Duration(rate)
-					count := int(*pacedFor / period)
-					var wall, cpu, sys, el, idle, idleEl time.Duration
-					total := 0
-					for b.Loop() {
-						// One frame first, so that a copier's lanes and
-						// staging exist before the clock starts.
-						if err := frame(0); err != nil {
+				period := time.Second / time.Duration(rate)
+				perWay := max(1, int(*pacedFor/period))
+				st := make([]pacedStats, len(ways))
+				var idle, idleEl time.Duration
+				rng := rand.New(rand.NewPCG(uint64(rate), uint64(ti)))
+				for b.Loop() {
+					check("before the stream")
+					if trip == "D2H" { // every download reads frame 0
+						if err := g.ctx.CopyHtoD(dev.Ptr(), host[:frameBytes]); err != nil {
 							b.Fatal(err)
 						}
-						// The process's CPU time at rest, for comparison:
-						// what its threads burn with nothing to do (a
-						// driver's helper threads, left busy by an earlier
-						// way).
-						idle0, i0 := cpuTime(b), time.Now()
-						time.Sleep(max(period, 200*time.Millisecond))
-						idle += cpuTime(b) - idle0
-						idleEl += time.Since(i0)
-						u0, s0 := cpuTimes(b)
-						cpu0, t0 := u0+s0, time.Now()
-						for i := range count {
-							if d := time.Until(t0.Add(time.Duration(i) * period)); d > 0 {
-								time.Sleep(d)
-							}
-							s := time.Now()
-							if err := frame(i); err != nil {
-								b.Fatal(err)
-							}
-							wall += time.Since(s)
-						}
-						el += time.Since(t0)
-						u1, s1 := cpuTimes(b)
-						cpu += u1 + s1 - cpu0
-						sys += s1 - s0
-						total += count
 					}
-					b.ReportMetric(float64(cpu.Nanoseconds())/float64(total), "cpu-ns/frame")
-					b.ReportMetric(float64(sys.Nanoseconds())/float64(total), "sys-ns/frame")
-					b.ReportMetric(float64(wall.Nanoseconds())/float64(total), "wall-ns/frame")
-					b.ReportMetric(cpu.Seconds()/el.Seconds(), "cpu-share")
-					b.ReportMetric(cpu.Seconds()*1e3/(float64(total)*float64(perFrame)/1e9), "cpu-ms/GB")
-					b.ReportMetric(idle.Seconds()/idleEl.Seconds(), "idle-cpu-share")
-				})
-			}
+					clear(back)
+					// The process's CPU time at rest, for comparison: what its threads burn
+					// with nothing to do (a driver's helper threads, the runtime's).
+					idle0, i0 := cpuTime(b), time.Now()
+					time.Sleep(max(period, 300*time.Millisecond))
+					idle += cpuTime(b) - idle0
+					idleEl += time.Since(i0)
+
+					order := pacedOrder(rng, len(ways), perWay)
+					err := pacedRun(time.Now().Add(20*time.Millisecond), period, order, frame, func() (user, sys time.Duration) {
+						return cpuTimes(b)
+					}, st)
+					if err != nil {
+						b.Fatal(err)
+					}
+					// The last round's frames, still on the device (uploads) and in the host
+					// buffers (downloads), then every way again.
+					last := len(order) - 1
+					if trip != "D2H" {
+						f := last % frames
+						g.checkDevice(b, fmt.Sprintf("%s, frame %d (%s)", trip, last, ways[order[last]].name), dev.Ptr(), host[f*frameBytes:(f+1)*frameBytes])
+					}
+					for f := range min(frames, len(order)) {
+						want := host[:frameBytes]
+						if trip == "round-trip" {
+							want = host[f*frameBytes : (f+1)*frameBytes]
+						}
+						if trip != "H2D" && !bytes.Equal(back[f*frameBytes:(f+1)*frameBytes], want) {
+							i := last - (last-f)%frames
+							b.Fatalf("%s, frame %d (%s): the bytes differ from the source's", trip, i, ways[order[i]].name)
+						}
+					}
+					check("after the stream")
+				}
+				driver := st[0].summary()
+				for k, w := range ways {
+					name := strings.TrimPrefix(w.name, "copier=")
+					s := st[k].summary()
+					b.ReportMetric(s.mean, name+"-wall-ns/frame")
+					b.ReportMetric(s.p50, name+"-p50-ns/frame")
+					b.ReportMetric(s.p99, name+"-p99-ns/frame")
+					b.ReportMetric(s.cpu, name+"-cpu-ns/frame")
+					b.ReportMetric(s.sys, name+"-sys-ns/frame")
+					if k > 0 {
+						b.ReportMetric(driver.mean/s.mean, name+"-x-speed")
+						b.ReportMetric(s.cpu/driver.cpu, name+"-x-cpu")
+					}
+				}
+				b.ReportMetric(idle.Seconds()/idleEl.Seconds(), "idle-cpu-share")
+			})
 		}
 	}
 }
 
-// pacedFor is how long BenchmarkPacedFrames streams at each rate: shorter
-// runs fit more ways into one call on the GPU host.
-var pacedFor = flag.Duration("transfer.pacedfor", 5*time.Second, "how long BenchmarkPacedFrames streams at each rate")
+// pacedOrder is the turns of BenchmarkPacedFrames's ways 0 to ways-1: rounds rounds, each every way
+// once in a random order.
+func pacedOrder(rng *rand.Rand, ways, rounds int) []int {
+	order := make([]int, 0, ways*rounds)
+	for range rounds {
+		round := make([]int, ways)
+		for k := range round {
+			round[k] = k
+		}
+		rng.Shuffle(ways, func(i, j int) { round[i], round[j] = round[j], round[i] })
+		order = append(order, round...)
+	}
+	return order
+}
+
+// pacedRun is BenchmarkPacedFrames's stream: slot i of order, from 0, is a frame that frame(order[i],
+// i) moves at its deadline t0 + i*period; the CPU time that cpu reads from half a period before that
+// deadline to half a period after (or until the frame is done, if later), and the frame's wall time,
+// go to st[order[i]], as scripts/ref/paced.cpp counts them.
+func pacedRun(t0 time.Time, period time.Duration, order []int, frame func(way, i int) error,
+	cpu func() (user, sys time.Duration), st []pacedStats) error {
+	var prev, prevSys time.Duration
+	for i := 0; i <= len(order); i++ {
+		d := t0.Add(time.Duration(i) * period)
+		sleepUntil(d.Add(-period / 2))
+		u, s := cpu()
+		if i > 0 {
+			w := &st[order[i-1]]
+			w.cpu += u + s - prev
+			w.sys += s - prevSys
+		}
+		prev, prevSys = u+s, s
+		if i == len(order) {
+			return nil
+		}
+		sleepUntil(d)
+		s0 := time.Now()
+		if err := frame(order[i], i); err != nil {
+			return err
+		}
+		st[order[i]].wall = append(st[order[i]].wall, time.Since(s0))
+	}
+	return nil
+}
+
+// sleepUntil sleeps until t, if t is still to come.
+func sleepUntil(t time.Time) {
+	if d := time.Until(t); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// pacedStats is what BenchmarkPacedFrames counts of one way: each frame's wall time, and the CPU
+// time of the windows of its frames.
+type pacedStats struct {
+	wall     []time.Duration
+	cpu, sys time.Duration
+}
+
+// pacedSummary is a way's figures per frame, in nanoseconds.
+type pacedSummary struct{ mean, p50, p99, cpu, sys float64 }
+
+// summary is s per frame: mean, median and 99th percentile of the wall time, and the mean CPU and
+// system time.
+func (s pacedStats) summary() pacedSummary {
+	n := len(s.wall)
+	if n == 0 {
+		return pacedSummary{}
+	}
+	w := slices.Clone(s.wall)
+	slices.Sort(w)
+	var sum time.Duration
+	for _, x := range w {
+		sum += x
+	}
+	at := func(p float64) float64 { return float64(w[min(n-1, int(p*float64(n-1)+0.5))]) }
+	return pacedSummary{
+		mean: float64(sum) / float64(n), p50: at(0.5), p99: at(0.99),
+		cpu: float64(s.cpu) / float64(n), sys: float64(s.sys) / float64(n),
+	}
+}
+
+// pickPacedWays is pacedWays, the driver's first, less the copiers whose names do not match the
+// regular expression expr (all of them when expr is empty).
+func pickPacedWays(expr string) ([]frameWay, error) {
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("-transfer.pacedways: %w", err)
+	}
+	var ways []frameWay
+	for _, w := range pacedWays {
+		if w.copier == nil {
+			ways = append([]frameWay{w}, ways...)
+		} else if re.MatchString(w.name) {
+			ways = append(ways, w)
+		}
+	}
+	if len(ways) == 0 || ways[0].copier != nil {
+		return nil, fmt.Errorf("pacedWays has no driver's way")
+	}
+	return ways, nil
+}
+
+// pacedFor is how long each way of BenchmarkPacedFrames streams at each rate, in each leaf: the
+// ways take turns, so a leaf lasts about that times the number of ways.
+var pacedFor = flag.Duration("transfer.pacedfor", 2*time.Second, "how long each way of BenchmarkPacedFrames streams at each rate, in each leaf")
+
+// pacedWaysFlag picks the copiers of BenchmarkPacedFrames; the driver's copy is always in.
+var pacedWaysFlag = flag.String("transfer.pacedways", "", "regular expression: the copiers of BenchmarkPacedFrames (the driver's copy is always in)")
