@@ -46,9 +46,10 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	if err != nil || run == nil {
 		return 0, err
 	}
-	src := openSource(f)
+	readers := c.fileReaders()
+	src := openSource(f, readers)
 	defer src.close()
-	run.move(c.fileReaders(), func(pc piece, buf []byte) ([]byte, error) {
+	run.move(readers, func(pc piece, buf []byte) ([]byte, error) {
 		b, err := src.readAt(run.ctx, buf, pc.off, pc.n)
 		if checked && errors.Is(err, io.ErrUnexpectedEOF) {
 			// The range was checked against the file's size: the file is shorter now.
