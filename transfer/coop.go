@@ -123,7 +123,7 @@ func (r *coopRun) run() {
 	}
 	r.laneOf(true)
 	c.lanes[o.dir].withdraw(r) // every stripe is claimed: no lane need join now
-	spin := c.lanes[o.dir].endSpinFor(c.tune.spinEnd)
+	spin := c.lanes[o.dir].endSpinFor()
 	if p.handoff && r.handOff(spin) {
 		return
 	}

@@ -67,7 +67,6 @@ var pacedWays = []frameWay{
 	{name: "copier=cold-5", copier: coldLanesCopier(5)},
 	{name: "copier=cold-6", copier: coldLanesCopier(6)},
 	{name: "copier=cold-all", copier: coldLanesCopier(0)},
-	{name: "copier=spin-end", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.spinEnd = true })},
 }
 
 // coldLanesCopier makes a prewarmed copier of the default tuning but for coldLanes, n both ways

@@ -263,10 +263,9 @@ func (s *runState) endJoins(spin time.Duration) {
 	s.joined.Wait()
 }
 
-// endSpinFor is how long a transfer's caller spins on its lanes' end: endSpin while lanes spin, and
-// with asleep (tuning.spinEnd) also after lanes that slept, if lanes spin at all.
-func (l *standingLanes) endSpinFor(asleep bool) time.Duration {
-	if l.spin <= 0 || (!asleep && l.spinFor() == 0) {
+// endSpinFor is how long a transfer's caller spins on its lanes' end: endSpin while lanes spin.
+func (l *standingLanes) endSpinFor() time.Duration {
+	if l.spinFor() == 0 {
 		return 0
 	}
 	return endSpin

@@ -183,12 +183,12 @@ func TestLanesAsleep(t *testing.T) {
 		}
 	}
 	step("the first transfer", true)
-	if got := l.endSpinFor(false); got != 0 {
+	if got := l.endSpinFor(); got != 0 {
 		t.Errorf("the first transfer: its caller spins %v on its lanes' end, want 0", got)
 	}
 	l.leave()
 	step("right after", false)
-	if got := l.endSpinFor(false); got != endSpin {
+	if got := l.endSpinFor(); got != endSpin {
 		t.Errorf("right after: its caller spins %v on its lanes' end, want %v", got, endSpin)
 	}
 	step("overlapping", false)
@@ -196,11 +196,8 @@ func TestLanesAsleep(t *testing.T) {
 	l.leave()
 	time.Sleep(80 * time.Millisecond)
 	step("after a pause longer than LaneSpin", true)
-	if got := l.endSpinFor(false); got != 0 {
+	if got := l.endSpinFor(); got != 0 {
 		t.Errorf("after a pause: its caller spins %v on its lanes' end, want 0", got)
-	}
-	if got := l.endSpinFor(true); got != endSpin {
-		t.Errorf("after a pause, tuning.spinEnd: its caller spins %v on its lanes' end, want %v", got, endSpin)
 	}
 	l.leave()
 
@@ -213,8 +210,8 @@ func TestLanesAsleep(t *testing.T) {
 	if !never.asleep() {
 		t.Error("spinning off: lanes awake after a gap")
 	}
-	if got, gotEnd := never.endSpinFor(false), never.endSpinFor(true); got != 0 || gotEnd != 0 {
-		t.Errorf("spinning off: the caller spins %v (%v with tuning.spinEnd) on its lanes' end", got, gotEnd)
+	if got := never.endSpinFor(); got != 0 {
+		t.Errorf("spinning off: the caller spins %v on its lanes' end", got)
 	}
 	never.leave()
 }

@@ -168,9 +168,6 @@ type tuning struct {
 	coldLanes [2]int
 	// handoff turns plan.handoff on.
 	handoff bool
-	// spinEnd has a caller spin on its lanes' end after lanes that slept too (endSpinFor), not
-	// sleep until the last one ends (BenchmarkPacedFrames, copier=spin-end).
-	spinEnd bool
 }
 
 // defaultTuning is the tuning of every copier made by New.

@@ -67,7 +67,7 @@ func (c *Copier) chunked(ctx context.Context, o op, p plan) error {
 	lanes.offer(r, p.lanes-1)
 	r.lane()
 	lanes.withdraw(r) // every chunk is claimed: no lane need join now
-	r.endJoins(lanes.endSpinFor(c.tune.spinEnd))
+	r.endJoins(lanes.endSpinFor())
 	return r.err
 }
 
