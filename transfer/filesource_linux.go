@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sys/unix"
 )
 
@@ -146,7 +146,7 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 		s.cached.Add(int64(n))
 		return readFull(ctx, "ReadAt", io.NewSectionReader(s.r, off, int64(n)), buf[:n], off)
 	}
-	if err := s.gate.acquire(ctx, start); err != nil {
+	if err := s.gate.acquire(ctx); err != nil {
 		return nil, err
 	}
 	k, err := s.direct.ReadAt(buf[:span], start) // loops until span bytes or the end of the file
@@ -215,25 +215,19 @@ func (s *source) mincoreCached(start, end, pg int64) (bool, error) {
 // which differs from one disk to the next: two reads at once on one machine, eight or sixteen on
 // others (BenchmarkFileCold, direct-2MiB-Nlanes). It starts at two and doubles the count while each
 // doubling reads at least gateGain as fast over gateStep bytes, then settles on the fastest count
-// seen. Waiting reads start lowest offset first, so that the disk sees the file in order whichever
-// lane reached the gate first. Cached pieces never wait here.
+// seen. The search costs little: a few steps of a file of gigabytes. Cached pieces never wait here.
 type directGate struct {
+	sem *semaphore.Weighted // of max; the units beyond limit are held back
 	now func() time.Time
 
-	mu          sync.Mutex
-	limit, busy int
-	max         int
-	waiting     []gateWaiter // by offset
-	settled     bool         // the search is over
-	bytes       int64
-	mark        time.Time // the start of this count's step
-	best        float64   // the fastest step's bytes a second
-	bestLimit   int
-}
-
-type gateWaiter struct {
-	off   int64
-	ready chan struct{}
+	mu         sync.Mutex
+	limit, max int
+	owed       int  // units to hold back as reads end, the count having been lowered
+	settled    bool // the search is over
+	bytes      int64
+	mark       time.Time // the start of this count's step
+	best       float64   // the fastest step's bytes a second
+	bestLimit  int
 }
 
 const (
@@ -244,69 +238,48 @@ const (
 // newDirectGate is the gate of readers lanes, searching (else every reader may read at once).
 func newDirectGate(readers int, search bool, now func() time.Time) *directGate {
 	n := max(readers, 1)
-	g := &directGate{now: now, max: n, limit: n, settled: !search}
-	if search {
-		g.limit = min(n, 2)
+	g := &directGate{sem: semaphore.NewWeighted(int64(n)), now: now, max: n, limit: n, settled: !search}
+	if search && n > 2 {
+		g.limit = 2
+		g.sem.TryAcquire(int64(n - 2))
 	}
 	return g
 }
 
-// acquire waits until the read at off may start, or ctx ends.
-func (g *directGate) acquire(ctx context.Context, off int64) error {
+func (g *directGate) acquire(ctx context.Context) error {
+	if err := g.sem.Acquire(ctx, 1); err != nil {
+		return err
+	}
 	g.mu.Lock()
 	if g.mark.IsZero() {
 		g.mark = g.now()
 	}
-	if g.busy < g.limit && (len(g.waiting) == 0 || off < g.waiting[0].off) {
-		g.busy++
-		g.mu.Unlock()
-		return nil
-	}
-	w := gateWaiter{off, make(chan struct{})}
-	at, _ := slices.BinarySearchFunc(g.waiting, off, func(x gateWaiter, off int64) int { return cmp.Compare(x.off, off) })
-	g.waiting = slices.Insert(g.waiting, at, w)
 	g.mu.Unlock()
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if i := slices.IndexFunc(g.waiting, func(x gateWaiter) bool { return x.ready == w.ready }); i >= 0 {
-		g.waiting = slices.Delete(g.waiting, i, i+1)
-	} else {
-		g.busy-- // started meanwhile: let the next one start instead
-		g.grant()
-	}
-	return ctx.Err()
+	return nil
 }
 
 // release ends a read of n bytes, and takes the search's next step once this count has read gateStep.
 func (g *directGate) release(n int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.busy--
 	if g.bytes += n; !g.settled && g.bytes >= gateStep {
 		rate := float64(g.bytes) / max(g.now().Sub(g.mark).Seconds(), 1e-9)
 		if rate >= g.best*gateGain {
 			g.best, g.bestLimit = rate, g.limit
 		}
 		if g.bestLimit == g.limit && g.limit < g.max {
-			g.limit = min(2*g.limit, g.max)
+			next := min(2*g.limit, g.max)
+			g.sem.Release(int64(next - g.limit))
+			g.limit = next
 		} else {
-			g.settled, g.limit = true, g.bestLimit
+			g.settled = true
+			g.owed, g.limit = g.limit-g.bestLimit, g.bestLimit
 		}
 		g.bytes, g.mark = 0, g.now()
 	}
-	g.grant()
-}
-
-// grant starts the waiting reads of the lowest offsets that the count allows (g.mu held).
-func (g *directGate) grant() {
-	for g.busy < g.limit && len(g.waiting) > 0 {
-		g.busy++
-		close(g.waiting[0].ready)
-		g.waiting = g.waiting[1:]
+	if g.owed > 0 {
+		g.owed--
+		return
 	}
+	g.sem.Release(1)
 }
