@@ -46,10 +46,9 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	if err != nil || run == nil {
 		return 0, err
 	}
-	readers := c.fileReaders()
-	src := openSource(f, readers)
+	src := openSource(f)
 	defer src.close()
-	run.move(readers, func(pc piece, buf []byte) ([]byte, error) {
+	run.move(c.fileReaders(), func(pc piece, buf []byte) ([]byte, error) {
 		b, err := src.readAt(run.ctx, buf, pc.off, pc.n)
 		if checked && errors.Is(err, io.ErrUnexpectedEOF) {
 			// The range was checked against the file's size: the file is shorter now.

@@ -255,9 +255,8 @@ func BenchmarkFileToDevice(b *testing.B) {
 // others the file source could take, in the same run, so that the default
 // shows it is the fastest: buffered reads (no O_DIRECT: pread through the
 // page cache, which reads ahead), and O_DIRECT with fewer and more reads at
-// once (the default searches for the count, directGate; a variant's Lanes
-// are its readers, each with one read in flight, with no lanes borrowed:
-// fileReaders) and larger pieces (Options.ChunkSize).
+// once (each lane keeps one in flight; a variant's Lanes are its readers,
+// with no lanes borrowed: fileReaders) and larger pieces (Options.ChunkSize).
 //
 //	PINPOOL_BENCH_FILE=/data/model.safetensors go test -run '^$' -bench FileCold -benchtime 1x -count 3 ./transfer
 func BenchmarkFileCold(b *testing.B) {
@@ -280,9 +279,8 @@ func BenchmarkFileCold(b *testing.B) {
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			sourceWays.direct = !v.buffered
-			// A variant's lanes are its readers, each with a read in flight.
-			fileBorrow.lanes, sourceWays.search = v.lanes == 0, v.lanes == 0
-			defer func() { fileBorrow.lanes, sourceWays.search = true, true }()
+			fileBorrow.lanes = v.lanes == 0 // a variant's lanes are its readers
+			defer func() { fileBorrow.lanes = true }()
 			opt := Options{ChunkSize: v.chunk, Lanes: v.lanes, Prewarm: true}
 			if v.chunk > 0 {
 				opt.WindowBytes = int64(v.chunk * 2 * v.lanes)

@@ -109,7 +109,7 @@ func TestFileProbeCached(t *testing.T) {
 	defer func() { sourceWays.firstWay = probeCachestat }()
 	for _, way := range []int32{probeCachestat, probeMincore} {
 		sourceWays.firstWay = way
-		s := openSource(f, 4)
+		s := openSource(f)
 		for _, r := range [][2]int64{{0, 1}, {1, 4097}, {12345, 2 << 20}, {3 << 20, 3<<20 + 5}, {0, int64(len(data))}} {
 			if !s.inCache(r[0], r[1]) {
 				t.Errorf("probe %d: [%d, %d) of a cached file reported not cached", s.probe.Load(), r[0], r[1])
@@ -127,7 +127,7 @@ func TestFileMixed(t *testing.T) {
 	f := writeTemp(t, data)
 	// The file was just written, so it is cached: drop its second half.
 	dropCache(t, f, half, half)
-	s := openSource(f, 4)
+	s := openSource(f)
 	defer s.close()
 	if s.direct == nil {
 		t.Skipf("O_DIRECT not available in %s", filepath.Dir(f.Name()))

@@ -7,12 +7,9 @@ import (
 	"io"
 	"os"
 	"slices"
-	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
-	"golang.org/x/sync/semaphore"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,10 +28,10 @@ const directAlign = 4096
 //     cache; the kernel's copy is slower per lane than a lane's copy of a mapping, so a file load
 //     takes more lanes (fileReaders; warm/ratio).
 //   - not cached: O_DIRECT from a second, read-only descriptor of the file straight into the pinned
-//     buffer, which skips the page cache's copy and its readahead, as many reads at once as the
-//     disk serves fastest (directGate); that kept it busier than buffered reads. A buffered
-//     RWF_NOWAIT read as the probe halved the cold rate (it starts readahead of what it misses,
-//     read a second time by O_DIRECT).
+//     buffer, which skips the page cache's copy and its readahead; one read in flight per lane kept
+//     the disk as busy as any other count and size of reads, and busier than buffered reads. A
+//     buffered RWF_NOWAIT read as the probe halved the cold rate (it starts readahead of what it
+//     misses, read a second time by O_DIRECT).
 //
 // O_DIRECT turns itself off for the rest of the transfer at the first sign that the file system
 // lacks it (EINVAL), and so does a probe the kernel lacks; then uncached pieces go through ReadAt,
@@ -47,7 +44,6 @@ type source struct {
 	fd     int      // the file's descriptor, for the probe; -1: none
 	size   int64    // the file's size when opened
 	direct *os.File // the same file opened with O_DIRECT; nil: none
-	gate   *directGate
 
 	useDirect        atomic.Bool
 	probe            atomic.Int32 // probeCachestat, probeMincore or probeNone
@@ -60,13 +56,11 @@ const (
 	probeNone
 )
 
-// sourceWays sets O_DIRECT, the first probe and directGate's search, for the benchmarks and tests
-// that compare them (without the search, every reader keeps a read in flight).
+// sourceWays sets O_DIRECT and the first probe, for the benchmarks and tests that compare them.
 var sourceWays = struct {
 	direct   bool
 	firstWay int32
-	search   bool
-}{true, probeCachestat, true}
+}{true, probeCachestat}
 
 // fileOf returns the *os.File behind r, if any, and its descriptor's access mode (O_ACCMODE), asked
 // through SyscallConn, which leaves the file as it was (Fd would put a pipe in blocking mode).
@@ -103,8 +97,8 @@ func checkWritable(what string, w io.WriterAt) error {
 	return nil
 }
 
-// openSource prepares the reads of r (checked by checkReadable) by up to readers lanes at once.
-func openSource(r io.ReaderAt, readers int) *source {
+// openSource prepares the reads of r (checked by checkReadable).
+func openSource(r io.ReaderAt) *source {
 	s := &source{r: r, fd: -1}
 	f, mode, ok := fileOf(r)
 	if !ok || mode == unix.O_WRONLY {
@@ -125,7 +119,7 @@ func openSource(r io.ReaderAt, readers int) *source {
 	if err != nil {
 		return s // tmpfs and others refuse O_DIRECT at open
 	}
-	s.direct, s.gate = d, newDirectGate(readers, sourceWays.search, time.Now)
+	s.direct = d
 	s.useDirect.Store(true)
 	return s
 }
@@ -146,11 +140,7 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 		s.cached.Add(int64(n))
 		return readFull(ctx, "ReadAt", io.NewSectionReader(s.r, off, int64(n)), buf[:n], off)
 	}
-	if err := s.gate.acquire(ctx); err != nil {
-		return nil, err
-	}
 	k, err := s.direct.ReadAt(buf[:span], start) // loops until span bytes or the end of the file
-	s.gate.release(int64(k))
 	if err == nil || errors.Is(err, io.EOF) {
 		if got := start + int64(k); got < end {
 			return nil, fmt.Errorf("the file ends at %d, before %d: %w", got, end, io.ErrUnexpectedEOF)
@@ -209,77 +199,4 @@ func (s *source) mincoreCached(start, end, pg int64) (bool, error) {
 		return false, e
 	}
 	return !slices.ContainsFunc(vec, func(v byte) bool { return v&1 == 0 }), nil
-}
-
-// directGate holds a file load's O_DIRECT reads to the count at once that the disk serves fastest,
-// which differs from one disk to the next: two reads at once on one machine, eight or sixteen on
-// others (BenchmarkFileCold, direct-2MiB-Nlanes). It starts at two and doubles the count while each
-// doubling reads at least gateGain as fast over gateStep bytes, then settles on the fastest count
-// seen. The search costs little: a few steps of a file of gigabytes. Cached pieces never wait here.
-type directGate struct {
-	sem *semaphore.Weighted // of max; the units beyond limit are held back
-	now func() time.Time
-
-	mu         sync.Mutex
-	limit, max int
-	owed       int  // units to hold back as reads end, the count having been lowered
-	settled    bool // the search is over
-	bytes      int64
-	mark       time.Time // the start of this count's step
-	best       float64   // the fastest step's bytes a second
-	bestLimit  int
-}
-
-const (
-	gateStep = 64 << 20
-	gateGain = 1.1
-)
-
-// newDirectGate is the gate of readers lanes, searching (else every reader may read at once).
-func newDirectGate(readers int, search bool, now func() time.Time) *directGate {
-	n := max(readers, 1)
-	g := &directGate{sem: semaphore.NewWeighted(int64(n)), now: now, max: n, limit: n, settled: !search}
-	if search && n > 2 {
-		g.limit = 2
-		g.sem.TryAcquire(int64(n - 2))
-	}
-	return g
-}
-
-func (g *directGate) acquire(ctx context.Context) error {
-	if err := g.sem.Acquire(ctx, 1); err != nil {
-		return err
-	}
-	g.mu.Lock()
-	if g.mark.IsZero() {
-		g.mark = g.now()
-	}
-	g.mu.Unlock()
-	return nil
-}
-
-// release ends a read of n bytes, and takes the search's next step once this count has read gateStep.
-func (g *directGate) release(n int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.bytes += n; !g.settled && g.bytes >= gateStep {
-		rate := float64(g.bytes) / max(g.now().Sub(g.mark).Seconds(), 1e-9)
-		if rate >= g.best*gateGain {
-			g.best, g.bestLimit = rate, g.limit
-		}
-		if g.bestLimit == g.limit && g.limit < g.max {
-			next := min(2*g.limit, g.max)
-			g.sem.Release(int64(next - g.limit))
-			g.limit = next
-		} else {
-			g.settled = true
-			g.owed, g.limit = g.limit-g.bestLimit, g.bestLimit
-		}
-		g.bytes, g.mark = 0, g.now()
-	}
-	if g.owed > 0 {
-		g.owed--
-		return
-	}
-	g.sem.Release(1)
 }

@@ -10,7 +10,7 @@ import (
 // source reads the pieces of a file; on this system through its ReadAt only.
 type source struct{ r io.ReaderAt }
 
-func openSource(r io.ReaderAt, readers int) *source { return &source{r} }
+func openSource(r io.ReaderAt) *source { return &source{r} }
 
 func (s *source) close() {}
 

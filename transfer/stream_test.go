@@ -152,7 +152,7 @@ func TestFileDirectAndCached(t *testing.T) {
 			dropCache(t, f, 0, 0)
 			sourceWays.firstWay = way
 			defer func() { sourceWays.firstWay = probeCachestat }()
-			s := openSource(f, 4)
+			s := openSource(f)
 			defer s.close()
 			if s.direct == nil {
 				t.Skipf("O_DIRECT not available in %s: pieces go through the page cache", filepath.Dir(f.Name()))
