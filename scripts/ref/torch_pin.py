@@ -8,6 +8,10 @@ users of the GPU wait.
                                     pinned_num_register_threads:8'). Prints one JSON
                                     line: way, bytes, took_ns, gb_per_s, close_ns and
                                     the CLOCK_MONOTONIC readings start/made/freed.
+                                    PyTorch's caching host allocator rounds a block
+                                    up to a power of two (96 GiB would pin 128), so
+                                    a size that is not one is made as one tensor
+                                    per power of two in it (96 GiB: 64 + 32).
   torch_pin.py neighbour OUT.json   until SIGTERM: every 200 us a 64 KiB pinned
                                     copy to the device on its own stream, timed to
                                     its completion, and one torch.cuda.mem_get_info()
@@ -35,11 +39,12 @@ def pin(gib, register):
     torch.cuda.init()
     torch.empty(1, device="cuda")
     n = int(gib * (1 << 30))
+    parts = [1 << b for b in range(n.bit_length() - 1, -1, -1) if n >> b & 1]
     start = time.monotonic_ns()
-    t = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+    ts = [torch.empty(k, dtype=torch.uint8, pin_memory=True) for k in parts]
     made = time.monotonic_ns()
-    assert t.is_pinned()
-    del t
+    assert all(t.is_pinned() for t in ts)
+    del ts
     if hasattr(torch._C, "_host_emptyCache"):
         torch._C._host_emptyCache()  # the caching host allocator keeps freed blocks
     freed = time.monotonic_ns()
