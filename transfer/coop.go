@@ -246,6 +246,8 @@ func (r *coopRun) laneOf(caller bool) {
 		i, lo, hi := r.p.stripeRange(s)
 		b := r.staging(i, lo, hi)
 		if o.dir == HostToDevice {
+			// Streaming stores: the DMA reads this chunk right away, and reads memory still in the
+			// cores' caches far slower.
 			if err := copyIn(b, o.host[lo:hi], true); err != nil {
 				r.fail(err)
 				return

@@ -28,10 +28,12 @@ const directAlign = 4096
 //     cache; the kernel's copy is slower per lane than a lane's copy of a mapping, so a file load
 //     takes more lanes (fileReaders; warm/ratio).
 //   - not cached: O_DIRECT from a second, read-only descriptor of the file straight into the pinned
-//     buffer, which skips the page cache's copy and its readahead; one read in flight per lane kept
-//     the disk as busy as any other count and size of reads, and busier than buffered reads. A
-//     buffered RWF_NOWAIT read as the probe halved the cold rate (it starts readahead of what it
-//     misses, read a second time by O_DIRECT).
+//     buffer, which skips the page cache's copy and its readahead, and kept the disk busier than
+//     buffered reads. Each lane keeps one such read in flight; the count of readers that reads a
+//     disk fastest differed from one machine to the next, and on some a load of fewer lanes read
+//     faster than the default (BenchmarkFileCold, direct-2MiB-Nlanes). A buffered RWF_NOWAIT read
+//     as the probe halved the cold rate (it starts readahead of what it misses, read a second time
+//     by O_DIRECT).
 //
 // O_DIRECT turns itself off for the rest of the transfer at the first sign that the file system
 // lacks it (EINVAL), and so does a probe the kernel lacks; then uncached pieces go through ReadAt,
