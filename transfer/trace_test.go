@@ -148,8 +148,10 @@ func TestTracedDevice(t *testing.T) {
 			src := randomBytes(n, uint64(n))
 			dev := d.alloc(n)
 			e.setDev(dev, src)
-			tr.reset()
+			// t0 before the trace's start, so that the transfer's total covers every time the
+			// trace records however long this goroutine waits between the two.
 			t0 := time.Now()
+			tr.reset()
 			back := make([]byte, n)
 			host := src
 			if dir == DeviceToHost {
