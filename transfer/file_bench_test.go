@@ -287,14 +287,20 @@ func BenchmarkFileCold(b *testing.B) {
 			}
 			c := g.copier(b, opt)
 			b.SetBytes(n)
+			var cpu, wall time.Duration
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				dropCache(b, f, 0, 0)
 				b.StartTimer()
+				cpu0, t0 := cpuTime(b), time.Now()
 				if got, err := c.ToDeviceFromFile(context.Background(), d.Ptr(), f, 0, n); err != nil || got != n {
 					b.Fatalf("%d bytes, %v", got, err)
 				}
+				cpu += cpuTime(b) - cpu0
+				wall += time.Since(t0)
 			}
+			// The cores the load kept busy (the process's CPU time over the wall time).
+			b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cores")
 		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	rtrace "runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -256,6 +257,8 @@ func BenchmarkPacedFrames(b *testing.B) {
 				defer allCPUs()()
 				// frame moves slot i of the stream the way k.
 				frame := func(k, i int) error {
+					// A region per frame, named by its way, for a run with -test.trace.
+					defer rtrace.StartRegion(context.Background(), ways[k].name).End()
 					lo, hi := (i%frames)*frameBytes, (i%frames+1)*frameBytes
 					if trip != "D2H" {
 						if err := moves[k](HostToDevice, host[lo:hi], dev.Ptr()); err != nil || trip == "H2D" {
