@@ -35,13 +35,14 @@ type Copier struct {
 	streams []stream         // the first half (rounded up) host to device, the rest device to host
 	rr      [2]atomic.Uint32 // round robin over each direction's streams
 
-	wins    [2]*window        // per direction (below)
-	held    heldSlots         // the slots held in both windows
-	lanes   [2]*standingLanes // per direction (lanes.go)
-	issuing [2]issueLock      // per direction: the staged lanes' driver calls
-	events  events
-	regs    registry
-	stats   counters
+	wins     [2]*window        // per direction (below)
+	held     heldSlots         // the slots held in both windows
+	lanes    [2]*standingLanes // per direction (lanes.go)
+	issuing  [2]issueLock      // per direction: the staged lanes' driver calls
+	events   events
+	regs     registry
+	stats    counters
+	pageable pageableSeen
 
 	mu       sync.RWMutex // closed, and Add on inflight
 	closed   bool
@@ -114,6 +115,9 @@ func (c *Copier) stream(d Direction) stream {
 	ss := c.streams[:half]
 	if d == DeviceToHost {
 		ss = c.streams[half:]
+	}
+	if len(ss) == 1 { // the default: no shared counter to bump for every chunk
+		return ss[0]
 	}
 	return ss[int(c.rr[d].Add(1))%len(ss)]
 }

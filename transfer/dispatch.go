@@ -2,10 +2,11 @@ package transfer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
@@ -115,10 +116,41 @@ func (c *Copier) segments(segs []segment, b []byte, pinned bool, regs useList) (
 // unregisteredPath is the path of memory b that no registration covers: the driver is asked whether
 // it is page-locked.
 func (c *Copier) unregisteredPath(b []byte) Path {
-	if c.dev.isPinned(b) {
+	if c.pageable.pinned(b, c.tune.pageableFor, c.dev.isPinned) {
 		return PathPinned
 	}
 	return c.pageablePath(b)
+}
+
+// pageableSeen is the last few ranges the driver called pageable, each good for tuning.pageableFor:
+// asking again cost a paced frame tens of microseconds (the driver's lookup of memory it does not
+// know, slow once its caches went cold; BenchmarkPacedFrames, copier=ask-always). Memory that other
+// code pins meanwhile is staged until its entry expires: slower, never wrong.
+type pageableSeen struct {
+	mu     sync.Mutex
+	ranges [8]seenRange
+	next   int
+}
+
+type seenRange struct{ start, end, at int64 } // at: time.Since(epoch)
+
+// pinned reports whether b is page-locked: false if it lies in a range noted less than good ago,
+// else ask's answer, noting b when it is false.
+func (s *pageableSeen) pinned(b []byte, good time.Duration, ask func([]byte) bool) bool {
+	r := seenRange{int64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))), 0, int64(time.Since(epoch))}
+	r.end = r.start + int64(len(b))
+	s.mu.Lock()
+	seen := slices.ContainsFunc(s.ranges[:], func(e seenRange) bool {
+		return e.start <= r.start && r.end <= e.end && r.at-e.at < int64(good)
+	})
+	s.mu.Unlock()
+	if seen || ask(b) { // asked without the lock: other goroutines' questions need not wait
+		return !seen
+	}
+	s.mu.Lock()
+	s.ranges[s.next], s.next = r, (s.next+1)%len(s.ranges)
+	s.mu.Unlock()
+	return false
 }
 
 // pageablePath is the path of memory b that is not page-locked as a whole: the driver's copy below
@@ -175,15 +207,7 @@ func (c *Copier) execute(ctx context.Context, o op, pinned bool) error {
 		}
 	}
 	regs.done()
-	dt := time.Since(t0)
-	switch {
-	case err == nil:
-		c.stats.record(o.dir, mainPath(segs), n, dt)
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		c.stats.canceled.Add(1)
-	default:
-		c.stats.failed.Add(1)
-	}
+	c.stats.count(ctx, err, o.dir, mainPath(segs), n, time.Since(t0))
 	return err
 }
 

@@ -17,7 +17,8 @@
 //     part it covers, since the driver refuses a copy that spans two registrations.
 //   - PathPinned: memory already page-locked, such as a pool buffer (ToDeviceBuffer, or any slice
 //     cuda.IsPinned accepts), goes as one asynchronous copy with no staging: the ceiling. Keep data
-//     that moves often in pool buffers.
+//     that moves often in pool buffers. Memory the driver called pageable stays staged for a second
+//     after, even if other code pins it meanwhile.
 //   - PathDirect: pageable memory below Options.DirectBelow goes through the driver's synchronous
 //     copy: for small copies the fixed costs dominate every path.
 //   - PathStaged: larger pageable memory goes through pinned staging buffers from the pool, within

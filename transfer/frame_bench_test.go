@@ -55,9 +55,10 @@ var frameWays = []frameWay{
 }
 
 // pacedWays are the ways BenchmarkPacedFrames compares, frame by frame in one stream: the driver's
-// copy, the default copier, and copiers whose frames that find the lanes asleep take 2 to 6 lanes
+// copy, the default copier, copiers whose frames that find the lanes asleep take 2 to 6 lanes
 // both ways, or all of them (tuning.coldLanes), so that one run on the GPU host picks the default
-// for each direction.
+// for each direction, and one that asks the driver whether every frame is pinned
+// (tuning.pageableFor zero).
 var pacedWays = []frameWay{
 	{name: "driver"},
 	{name: "copier=default", copier: tunedFrameCopier(Options{}, nil)},
@@ -67,6 +68,7 @@ var pacedWays = []frameWay{
 	{name: "copier=cold-5", copier: coldLanesCopier(5)},
 	{name: "copier=cold-6", copier: coldLanesCopier(6)},
 	{name: "copier=cold-all", copier: coldLanesCopier(0)},
+	{name: "copier=ask-always", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.pageableFor = 0 })},
 }
 
 // coldLanesCopier makes a prewarmed copier of the default tuning but for coldLanes, n both ways

@@ -173,13 +173,7 @@ func (q *pieceQueue) landOldest() bool {
 	}
 	f := q.held[0]
 	q.held = q.held[1:]
-	err := f.ev.synchronize()
-	if err != nil {
-		q.c.events.drop(f.ev)
-		err = copyErr(q.dir, PathPinned, f.pos, len(f.data), err)
-	} else {
-		q.c.events.put(f.ev)
-	}
+	err := q.c.wait(f.ev, q.dir, PathPinned, f.pos, len(f.data))
 	q.land(f, err)
 	f.s.release(err)
 	return true
@@ -384,15 +378,7 @@ func (r *streamRun) finish(moved int64, what string) (int64, error) {
 	if err != nil {
 		err = fmt.Errorf("transfer: %s: %d of %d bytes arrived: %w", what, moved, r.ps.n, err)
 	}
-	dt := time.Since(r.t0)
-	switch {
-	case err == nil:
-		r.c.stats.record(r.dir, PathStream, int(moved), dt)
-	case r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()):
-		r.c.stats.canceled.Add(1)
-	default:
-		r.c.stats.failed.Add(1)
-	}
+	r.c.stats.count(r.ctx, err, r.dir, PathStream, int(moved), time.Since(r.t0))
 	r.c.end()
 	return moved, err
 }

@@ -1,5 +1,7 @@
 package transfer
 
+import "time"
+
 // Step 2 of a transfer: the staging plan, decided once by planStaging from the transfer's size and
 // direction, the transfers staging at the time, the options and the tuning. A cooperative plan
 // carries the chunked one the transfer runs by when its staging cannot all be had at once
@@ -168,6 +170,9 @@ type tuning struct {
 	coldLanes [2]int
 	// handoff turns plan.handoff on.
 	handoff bool
+	// pageableFor is how long the driver's answer that memory is pageable is taken as good
+	// (pageableSeen); zero: the driver is asked for every transfer.
+	pageableFor time.Duration
 }
 
 // defaultTuning is the tuning of every copier made by New.
@@ -176,5 +181,6 @@ func defaultTuning() tuning {
 		coopChunk: 1 << 20,
 		coopShare: [2]int{HostToDevice: 1, DeviceToHost: 2},
 		minStripe: 64 << 10, minChunk: 256 << 10, coldLanes: [2]int{HostToDevice: 3, DeviceToHost: 4}, handoff: true,
+		pageableFor: time.Second,
 	}
 }

@@ -185,14 +185,11 @@ var demoteHook = demoteBytes
 // and window slot. A failed copy stops the transfer and retires its buffer.
 func (r *chunkedRun) complete(f inFlight) {
 	c, o := r.c, r.o
-	if err := f.ev.synchronize(); err != nil {
-		c.events.drop(f.ev)
-		err = copyErr(o.dir, PathStaged, f.off, f.n, err)
+	if err := c.wait(f.ev, o.dir, PathStaged, f.off, f.n); err != nil {
 		r.fail(err) // before the slot is free for the other lanes
 		f.s.release(err)
 		return
 	}
-	c.events.put(f.ev)
 	if o.dir == DeviceToHost {
 		// No eviction, unlike the cooperative mode's: the next copy into the buffer comes a window
 		// later, and evicting made large copies slower. Once every chunk is claimed, lanes are

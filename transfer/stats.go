@@ -1,6 +1,8 @@
 package transfer
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,8 +82,17 @@ type counters struct {
 	last             LastTransfer
 }
 
-// record counts a transfer of n bytes that finished without error.
-func (c *counters) record(d Direction, p Path, n int, dt time.Duration) {
+// count counts a transfer of n bytes in direction d by path p that ended with err after dt: a
+// failure, a cancellation (an error of ctx's), or one of its path's transfers.
+func (c *counters) count(ctx context.Context, err error, d Direction, p Path, n int, dt time.Duration) {
+	switch {
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		c.canceled.Add(1)
+		return
+	case err != nil:
+		c.failed.Add(1)
+		return
+	}
 	c.mu.Lock()
 	ps := &c.path[d][p]
 	ps.Transfers, ps.Bytes, ps.Time = ps.Transfers+1, ps.Bytes+int64(n), ps.Time+dt
