@@ -113,8 +113,7 @@ func (c *Copier) segments(segs []segment, b []byte, pinned bool, regs useList) (
 	return segs, regs
 }
 
-// unregisteredPath is the path of memory b that no registration covers: the driver is asked whether
-// it is page-locked.
+// unregisteredPath is the path of memory b that no registration covers, asking the driver.
 func (c *Copier) unregisteredPath(b []byte) Path {
 	if c.pageable.pinned(b, c.tune.pageableFor, c.dev.isPinned) {
 		return PathPinned
@@ -122,10 +121,9 @@ func (c *Copier) unregisteredPath(b []byte) Path {
 	return c.pageablePath(b)
 }
 
-// pageableSeen is the last few ranges the driver called pageable, each good for tuning.pageableFor:
-// asking again cost a paced frame tens of microseconds (the driver's lookup of memory it does not
-// know, slow once its caches went cold; BenchmarkPacedFrames, copier=ask-always). Memory that other
-// code pins meanwhile is staged until its entry expires: slower, never wrong.
+// pageableSeen is the last ranges the driver called pageable, each good for tuning.pageableFor: a
+// question cost a paced frame tens of microseconds (BenchmarkPacedFrames, copier=ask-always). Memory
+// other code pins meanwhile is staged until its entry expires: slower, never wrong.
 type pageableSeen struct {
 	mu     sync.Mutex
 	ranges [8]seenRange
@@ -134,8 +132,7 @@ type pageableSeen struct {
 
 type seenRange struct{ start, end, at int64 } // at: time.Since(epoch)
 
-// pinned reports whether b is page-locked: false if it lies in a range noted less than good ago,
-// else ask's answer, noting b when it is false.
+// pinned is ask's answer for b, or false if b lies in a range noted less than good ago.
 func (s *pageableSeen) pinned(b []byte, good time.Duration, ask func([]byte) bool) bool {
 	r := seenRange{int64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))), 0, int64(time.Since(epoch))}
 	r.end = r.start + int64(len(b))

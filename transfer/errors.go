@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/pinpool/pinpool/cuda"
 )
@@ -31,9 +32,8 @@ var (
 	ErrRegister = errors.New("transfer: cannot register memory")
 
 	// ErrAlreadyRegistered is returned by Register for memory that overlaps memory already
-	// page-locked (by this copier, a pool, or other code). errors.Is(err, ErrRegister) holds for it
-	// too.
-	ErrAlreadyRegistered = alreadyRegistered{}
+	// page-locked (by this copier, a pool, or other code); it wraps ErrRegister.
+	ErrAlreadyRegistered = fmt.Errorf("%w: memory is already page-locked", ErrRegister)
 
 	// ErrInvalidRange is returned by the stream and file transfers, before anything is allocated or
 	// moved, for a negative length or offset, a nil reader, writer or file, an offset plus length
@@ -64,11 +64,3 @@ var (
 	// cuda.ErrNotMapped (and pinpool.ErrNotMapped): one sentinel.
 	ErrNotMapped = cuda.ErrNotMapped
 )
-
-type alreadyRegistered struct{}
-
-func (alreadyRegistered) Error() string {
-	return "transfer: memory is already page-locked (registered)"
-}
-
-func (alreadyRegistered) Is(target error) bool { return target == ErrRegister }

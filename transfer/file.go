@@ -13,11 +13,12 @@ import (
 
 // ToDeviceFromFile copies n bytes of f, from offset off, to the device at dst, and returns how many
 // bytes arrived: the pieces complete from the start, all n when the error is nil. Lanes of the
-// copier (the direction's own and, where processors are left, the other direction's idle ones)
-// read f in parallel at the offsets they need (f.ReadAt must allow that, as *os.File's does), each
-// into a pinned staging buffer, while earlier pieces are copied to the device; the pinned memory
-// held stays within the copier's windows whatever n is (this direction's, and the free slots of
-// the other's, which a download waits for meanwhile).
+// copier (the direction's own and, where processors are left, the other direction's idle ones;
+// for a range mostly not in the page cache, the direction's own with a piece each in flight) read
+// f in parallel at the offsets they need (f.ReadAt must allow that, as *os.File's does), each into
+// a pinned staging buffer, while earlier pieces are copied to the device; the pinned memory held
+// stays within the copier's windows whatever n is (this direction's, and the free slots of the
+// other's, which a download waits for meanwhile).
 //
 // For an *os.File on Linux (open for reading, else ErrFileMode), a piece in the page cache is read
 // from it (pread); one that is not, with O_DIRECT (from a second, read-only descriptor of the same
@@ -48,7 +49,11 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	}
 	src := openSource(f)
 	defer src.close()
-	run.move(c.fileReaders(), func(pc piece, buf []byte) ([]byte, error) {
+	readers := c.fileReaders()
+	if fileBorrow.cold && src.cold(off, off+n) {
+		readers, run.depth = c.opt.Lanes, 1 // fewer buffers in use read a disk faster (BenchmarkFileCold)
+	}
+	run.move(readers, func(pc piece, buf []byte) ([]byte, error) {
 		b, err := src.readAt(run.ctx, buf, pc.off, pc.n)
 		if checked && errors.Is(err, io.ErrUnexpectedEOF) {
 			// The range was checked against the file's size: the file is shorter now.
@@ -98,8 +103,8 @@ func (c *Copier) fileReaders() int {
 	return max(c.opt.Lanes, min(2*c.opt.Lanes-1, runtime.GOMAXPROCS(0)))
 }
 
-// fileBorrow is off only in the benchmarks that measure the borrowed lanes and window.
-var fileBorrow = struct{ lanes, window bool }{true, true}
+// fileBorrow is off only in the benchmarks that measure it (and the cold rule).
+var fileBorrow = struct{ lanes, window, cold bool }{true, true, true}
 
 // sized is a reader that knows its size, as *bytes.Reader and *io.SectionReader do.
 type sized interface{ Size() int64 }

@@ -256,7 +256,10 @@ func BenchmarkFileToDevice(b *testing.B) {
 // shows it is the fastest: buffered reads (no O_DIRECT: pread through the
 // page cache, which reads ahead), and O_DIRECT with fewer and more reads at
 // once (each lane keeps one in flight; a variant's Lanes are its readers,
-// with no lanes borrowed: fileReaders) and larger pieces (Options.ChunkSize).
+// with no lanes borrowed: fileReaders) and larger pieces (Options.ChunkSize),
+// and all-readers, the default without its cold rule (every reader it would
+// use for a cached file, as many pieces in flight as the windows hold). It
+// reports the cores the load keeps busy.
 //
 //	PINPOOL_BENCH_FILE=/data/model.safetensors go test -run '^$' -bench FileCold -benchtime 1x -count 3 ./transfer
 func BenchmarkFileCold(b *testing.B) {
@@ -268,6 +271,7 @@ func BenchmarkFileCold(b *testing.B) {
 		chunk, lanes int
 	}{
 		{"default", false, 0, 0},
+		{"all-readers", false, 0, -1},
 		{"direct-2MiB-8lanes", false, 2 << 20, 8},
 		{"buffered-2MiB-8lanes", true, 2 << 20, 8},
 		{"buffered-8MiB-8lanes", true, 8 << 20, 8},
@@ -279,9 +283,10 @@ func BenchmarkFileCold(b *testing.B) {
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			sourceWays.direct = !v.buffered
-			fileBorrow.lanes = v.lanes == 0 // a variant's lanes are its readers
-			defer func() { fileBorrow.lanes = true }()
-			opt := Options{ChunkSize: v.chunk, Lanes: v.lanes, Prewarm: true}
+			// A variant's lanes are its readers; all-readers is the default without the cold rule.
+			fileBorrow.lanes, fileBorrow.cold = v.lanes <= 0, v.lanes == 0
+			defer func() { fileBorrow.lanes, fileBorrow.cold = true, true }()
+			opt := Options{ChunkSize: v.chunk, Lanes: max(v.lanes, 0), Prewarm: true}
 			if v.chunk > 0 {
 				opt.WindowBytes = int64(v.chunk * 2 * v.lanes)
 			}

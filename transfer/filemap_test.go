@@ -111,7 +111,7 @@ func TestFileProbeCached(t *testing.T) {
 		sourceWays.firstWay = way
 		s := openSource(f)
 		for _, r := range [][2]int64{{0, 1}, {1, 4097}, {12345, 2 << 20}, {3 << 20, 3<<20 + 5}, {0, int64(len(data))}} {
-			if !s.inCache(r[0], r[1]) {
+			if s.inCache(r[0], r[1]) < 1 {
 				t.Errorf("probe %d: [%d, %d) of a cached file reported not cached", s.probe.Load(), r[0], r[1])
 			}
 		}
@@ -132,7 +132,7 @@ func TestFileMixed(t *testing.T) {
 	if s.direct == nil {
 		t.Skipf("O_DIRECT not available in %s", filepath.Dir(f.Name()))
 	}
-	if s.inCache(half, 2*half) {
+	if s.inCache(half, 2*half) >= 1 {
 		t.Skip("the kernel read the second half ahead: nothing is cold")
 	}
 	buf := make([]byte, 2<<20+directAlign)

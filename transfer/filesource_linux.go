@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -29,11 +28,9 @@ const directAlign = 4096
 //     takes more lanes (fileReaders; warm/ratio).
 //   - not cached: O_DIRECT from a second, read-only descriptor of the file straight into the pinned
 //     buffer, which skips the page cache's copy and its readahead, and kept the disk busier than
-//     buffered reads. Each lane keeps one such read in flight; the count of readers that reads a
-//     disk fastest differed from one machine to the next, and on some a load of fewer lanes read
-//     faster than the default (BenchmarkFileCold, direct-2MiB-Nlanes). A buffered RWF_NOWAIT read
-//     as the probe halved the cold rate (it starts readahead of what it misses, read a second time
-//     by O_DIRECT).
+//     buffered reads. A load of a mostly cold range keeps fewer buffers in use (cold; file.go). A
+//     buffered RWF_NOWAIT read as the probe halved the cold rate (it starts readahead of what it
+//     misses, read a second time by O_DIRECT).
 //
 // O_DIRECT turns itself off for the rest of the transfer at the first sign that the file system
 // lacks it (EINVAL), and so does a probe the kernel lacks; then uncached pieces go through ReadAt,
@@ -138,7 +135,7 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	start := off &^ (directAlign - 1)
 	end := off + int64(n)
 	span := (end - start + directAlign - 1) &^ (directAlign - 1)
-	if !s.useDirect.Load() || span > int64(len(buf)) || s.inCache(off, end) {
+	if !s.useDirect.Load() || span > int64(len(buf)) || s.inCache(off, end) >= 1 {
 		s.cached.Add(int64(n))
 		return readFull(ctx, "ReadAt", io.NewSectionReader(s.r, off, int64(n)), buf[:n], off)
 	}
@@ -158,47 +155,56 @@ func (s *source) readAt(ctx context.Context, buf []byte, off int64, n int) ([]by
 	return s.readAt(ctx, buf, off, n)
 }
 
-// inCache reports whether every page of [start, end) that lies in the file is in the page cache. A
+// cold reports whether most of [start, end) is read with O_DIRECT: most pages are not in cache.
+func (s *source) cold(start, end int64) bool {
+	return s.useDirect.Load() && s.inCache(start, end) < 0.5
+}
+
+// inCache is the share of [start, end)'s pages in the file that are cached (cachestat, mincore). A
 // probe the kernel lacks gives way to the next; with none left, every piece counts as cached.
-func (s *source) inCache(start, end int64) bool {
+func (s *source) inCache(start, end int64) float64 {
 	pg := int64(os.Getpagesize())
 	start &^= pg - 1
 	end = min(end, s.size)
 	if end <= start {
-		return true
+		return 1
 	}
-	pages := uint64((end - start + pg - 1) / pg)
+	pages := float64((end - start + pg - 1) / pg)
 	for {
 		switch s.probe.Load() {
 		case probeCachestat:
 			var st unix.Cachestat_t
 			err := unix.Cachestat(uint(s.fd), &unix.CachestatRange{Off: uint64(start), Len: uint64(end - start)}, &st, 0)
 			if err == nil {
-				return st.Cache >= pages
+				return float64(st.Cache) / pages
 			}
 			s.probe.CompareAndSwap(probeCachestat, probeMincore) // ENOSYS before Linux 6.5
 		case probeMincore:
-			if cached, err := s.mincoreCached(start, end, pg); err == nil {
-				return cached
+			if share, err := s.mincoreCached(start, end, pg); err == nil {
+				return share
 			}
 			s.probe.CompareAndSwap(probeMincore, probeNone)
 		default:
-			return true
+			return 1
 		}
 	}
 }
 
-// mincoreCached asks mincore whether every page of [start, end) (start page-aligned) is resident,
-// on a read-only mapping of the range made for the question (mincore touches no page of it).
-func (s *source) mincoreCached(start, end, pg int64) (bool, error) {
+// mincoreCached asks mincore which share of the pages of [start, end) (start page-aligned) is
+// resident, on a read-only mapping of the range made for the question (it touches no page of it).
+func (s *source) mincoreCached(start, end, pg int64) (float64, error) {
 	m, err := unix.Mmap(s.fd, start, int(end-start), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	defer unix.Munmap(m)
 	vec := make([]byte, (int64(len(m))+pg-1)/pg)
 	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(m))), uintptr(len(m)), uintptr(unsafe.Pointer(unsafe.SliceData(vec)))); e != 0 {
-		return false, e
+		return 0, e
 	}
-	return !slices.ContainsFunc(vec, func(v byte) bool { return v&1 == 0 }), nil
+	resident := 0
+	for _, v := range vec {
+		resident += int(v & 1)
+	}
+	return float64(resident) / float64(len(vec)), nil
 }

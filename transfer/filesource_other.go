@@ -14,6 +14,9 @@ func openSource(r io.ReaderAt) *source { return &source{r} }
 
 func (s *source) close() {}
 
+// cold reports false: there is no O_DIRECT here.
+func (s *source) cold(start, end int64) bool { return false }
+
 // checkReadable accepts every reader here: ReadAt reports a descriptor not open for reading.
 func checkReadable(what string, r io.ReaderAt) error { return nil }
 

@@ -272,6 +272,8 @@ func (run *streamRun) move(lanes int, fill func(pc piece, buf []byte) ([]byte, e
 				return
 			}
 			pc := ps.at(i)
+			for run.depth > 0 && len(q.held) >= run.depth && q.landOldest() {
+			}
 			s, ok := c.stage(ctx, c.wins[d], spare, c.opt.ChunkSize, q.landOldest, func() error { return c.live(ctx) }, run.fail)
 			if !ok {
 				return
@@ -322,13 +324,14 @@ type rangedDevice interface {
 // ends; standing lanes join it through join.
 type streamRun struct {
 	*progress
-	c    *Copier
-	ctx  context.Context
-	dir  Direction
-	dev  cuda.DevicePtr
-	ps   pieces
-	t0   time.Time
-	lane func() // set by move
+	c     *Copier
+	ctx   context.Context
+	dir   Direction
+	dev   cuda.DevicePtr
+	ps    pieces
+	t0    time.Time
+	lane  func() // set by move
+	depth int    // the most pieces a lane keeps in flight; zero: as the window allows
 }
 
 // startStream checks the arguments of a stream or file transfer of n bytes between the device at

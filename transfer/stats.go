@@ -82,15 +82,14 @@ type counters struct {
 	last             LastTransfer
 }
 
-// count counts a transfer of n bytes in direction d by path p that ended with err after dt: a
-// failure, a cancellation (an error of ctx's), or one of its path's transfers.
+// count counts a transfer of n bytes (d, p) that ended with err after dt, ctx's error a cancel.
 func (c *counters) count(ctx context.Context, err error, d Direction, p Path, n int, dt time.Duration) {
-	switch {
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		c.canceled.Add(1)
-		return
-	case err != nil:
-		c.failed.Add(1)
+	if err != nil {
+		counter := &c.failed
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			counter = &c.canceled
+		}
+		counter.Add(1)
 		return
 	}
 	c.mu.Lock()
