@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pinpool/pinpool/cuda"
 )
 
 // TestPageableAsked checks when the copier asks the driver whether host memory is pinned: once for
@@ -27,11 +29,7 @@ func TestPageableAsked(t *testing.T) {
 		{"ask-always", 0, false, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tu := defaultTuning()
-			tu.pageableFor = tc.good
-			e := newEnvTuned(t, Options{}, tu)
-			dev := e.d.alloc(n)
-			host := randomBytes(n, 7)
+			e, dev, host := pageableEnv(t, tc.good, n, 7)
 			ctx := context.Background()
 			asks0 := e.d.pinnedAsks.Load()
 			if err := e.c.ToDevice(ctx, dev, host); err != nil {
@@ -72,11 +70,7 @@ func TestPageableAsked(t *testing.T) {
 // registered at once; the bytes arrive either way.
 func TestPageableThenPinned(t *testing.T) {
 	const n = 4 << 20
-	tu := defaultTuning()
-	tu.pageableFor = time.Hour
-	e := newEnvTuned(t, Options{}, tu)
-	dev := e.d.alloc(n)
-	host := randomBytes(n, 9)
+	e, dev, host := pageableEnv(t, time.Hour, n, 9)
 	ctx := context.Background()
 	copyAs := func(b []byte, want Path) {
 		t.Helper()
@@ -109,6 +103,15 @@ func TestPageableThenPinned(t *testing.T) {
 	}
 	defer r.Close()
 	copyAs(mine, PathRegistered)
+}
+
+// pageableEnv is a copier whose pageable answers stay good for good, with device memory of n bytes
+// and n random host bytes from seed.
+func pageableEnv(t *testing.T, good time.Duration, n int, seed uint64) (*env, cuda.DevicePtr, []byte) {
+	tu := defaultTuning()
+	tu.pageableFor = good
+	e := newEnvTuned(t, Options{}, tu)
+	return e, e.d.alloc(n), randomBytes(n, seed)
 }
 
 // expireAnswers makes every answer c remembers older than any tuning.pageableFor a test sets.
