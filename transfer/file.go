@@ -14,7 +14,7 @@ import (
 // ToDeviceFromFile copies n bytes of f, from offset off, to the device at dst, and returns how many
 // bytes arrived: the pieces complete from the start, all n when the error is nil. Lanes of the
 // copier (the direction's own and, where processors are left, the other direction's idle ones;
-// for a range mostly not in the page cache, the direction's own with a piece each in flight) read
+// for a range mostly not in the page cache, up to four of its own with a piece each in flight) read
 // f in parallel at the offsets they need (f.ReadAt must allow that, as *os.File's does), each into
 // a pinned staging buffer, while earlier pieces are copied to the device; the pinned memory held
 // stays within the copier's windows whatever n is (this direction's, and the free slots of the
@@ -51,7 +51,7 @@ func (c *Copier) ToDeviceFromFile(ctx context.Context, dst cuda.DevicePtr, f io.
 	defer src.close()
 	readers := c.fileReaders()
 	if fileBorrow.cold && src.cold(off, off+n) {
-		readers, run.depth = c.opt.Lanes, 1 // fewer buffers in use read a disk faster (BenchmarkFileCold)
+		readers, run.depth = min(c.opt.Lanes, coldReaders), 1 // BenchmarkFileCold, cold-*
 	}
 	run.move(readers, func(pc piece, buf []byte) ([]byte, error) {
 		b, err := src.readAt(run.ctx, buf, pc.off, pc.n)
@@ -92,10 +92,9 @@ func (c *Copier) FromDeviceToFile(ctx context.Context, f io.WriterAt, off int64,
 }
 
 // fileReaders is how many lanes read a file's pieces at once: the direction's own and, up to
-// GOMAXPROCS, the other direction's (move borrows its window too). A lane's pread copies the page
-// cache more slowly than a lane copies a mapping of it, so a file needs more lanes than its mapping
-// to keep up, and they need more staging (BenchmarkFileToDevice, warm/ratio/own-lanes and
-// warm/ratio/lanes-only).
+// GOMAXPROCS, the other direction's (move borrows its window too). A pread copies the page cache
+// slower than a lane copies a mapping of it, so a file needs more lanes and staging to keep up
+// (BenchmarkFileToDevice, warm/ratio/own-lanes and warm/ratio/lanes-only).
 func (c *Copier) fileReaders() int {
 	if !fileBorrow.lanes {
 		return c.opt.Lanes
@@ -103,8 +102,9 @@ func (c *Copier) fileReaders() int {
 	return max(c.opt.Lanes, min(2*c.opt.Lanes-1, runtime.GOMAXPROCS(0)))
 }
 
-// fileBorrow is off only in the benchmarks that measure it (and the cold rule).
-var fileBorrow = struct{ lanes, window, cold bool }{true, true, true}
+// fileBorrow is off only in the benchmarks that measure it, and so is the cold rule: a disk read by
+// four O_DIRECT pieces at a time (coldReaders, one a lane) beat two, eight or more buffers in use.
+var fileBorrow, coldReaders = struct{ lanes, window, cold bool }{true, true, true}, 4
 
 // sized is a reader that knows its size, as *bytes.Reader and *io.SectionReader do.
 type sized interface{ Size() int64 }

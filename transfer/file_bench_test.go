@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -257,9 +258,10 @@ func BenchmarkFileToDevice(b *testing.B) {
 // page cache, which reads ahead), and O_DIRECT with fewer and more reads at
 // once (each lane keeps one in flight; a variant's Lanes are its readers,
 // with no lanes borrowed: fileReaders) and larger pieces (Options.ChunkSize),
-// and all-readers, the default without its cold rule (every reader it would
-// use for a cached file, as many pieces in flight as the windows hold). It
-// reports the cores the load keeps busy.
+// the default's cold rule with two or eight readers instead of coldReaders
+// (cold-Nreaders), and all-readers, the default without its cold rule (every
+// reader it would use for a cached file, as many pieces in flight as the
+// windows hold). It reports the cores the load keeps busy.
 //
 //	PINPOOL_BENCH_FILE=/data/model.safetensors go test -run '^$' -bench FileCold -benchtime 1x -count 3 ./transfer
 func BenchmarkFileCold(b *testing.B) {
@@ -271,6 +273,8 @@ func BenchmarkFileCold(b *testing.B) {
 		chunk, lanes int
 	}{
 		{"default", false, 0, 0},
+		{"cold-2readers", false, 0, 0},
+		{"cold-8readers", false, 0, 0},
 		{"all-readers", false, 0, -1},
 		{"direct-2MiB-8lanes", false, 2 << 20, 8},
 		{"buffered-2MiB-8lanes", true, 2 << 20, 8},
@@ -284,8 +288,11 @@ func BenchmarkFileCold(b *testing.B) {
 		b.Run(v.name, func(b *testing.B) {
 			sourceWays.direct = !v.buffered
 			// A variant's lanes are its readers; all-readers is the default without the cold rule.
+			// cold-Nreaders: the default with N readers for a cold range instead of coldReaders.
 			fileBorrow.lanes, fileBorrow.cold = v.lanes <= 0, v.lanes == 0
-			defer func() { fileBorrow.lanes, fileBorrow.cold = true, true }()
+			readers := coldReaders
+			fmt.Sscanf(v.name, "cold-%dreaders", &coldReaders)
+			defer func() { fileBorrow.lanes, fileBorrow.cold, coldReaders = true, true, readers }()
 			opt := Options{ChunkSize: v.chunk, Lanes: max(v.lanes, 0), Prewarm: true}
 			if v.chunk > 0 {
 				opt.WindowBytes = int64(v.chunk * 2 * v.lanes)

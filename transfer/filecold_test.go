@@ -4,6 +4,7 @@ package transfer
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
 	"testing"
@@ -42,31 +43,35 @@ func TestSourceCold(t *testing.T) {
 }
 
 // TestFileColdDepth loads a file dropped from the page cache while the device holds every copy a
-// while: each lane keeps one piece in flight, so the pieces in flight never exceed Lanes, whatever
-// the window would allow, and the bytes arrive.
+// while: at most four lanes read it (coldReaders), each keeping one piece in flight, so the pieces
+// in flight never exceed min(Lanes, 4), whatever the window would allow, and the bytes arrive.
 func TestFileColdDepth(t *testing.T) {
-	const n, chunk, lanes = 4 << 20, 64 << 10, 2
-	data := randomBytes(n, 32)
-	f := writeTemp(t, data)
-	e := newEnv(t, Options{Lanes: lanes, ChunkSize: chunk, WindowBytes: 16 * chunk})
-	if s := openSource(f); s.direct == nil {
-		s.close()
-		t.Skipf("O_DIRECT not available in %s", filepath.Dir(f.Name()))
-	} else {
-		defer s.close()
-		dropCache(t, f, 0, 0)
-		if !s.cold(0, n) {
-			t.Skip("the kernel kept the file in the page cache")
-		}
-	}
-	slow := func() { time.Sleep(200 * time.Microsecond) }
-	e.d.hold.Store(&slow)
-	dev := e.d.alloc(n)
-	if got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 0, n); err != nil || got != n {
-		t.Fatalf("%d bytes, %v", got, err)
-	}
-	sameBytes(t, "device", e.devBytes(dev, n), data)
-	if m := e.d.maxInflight.Load(); m > lanes*chunk {
-		t.Errorf("%d bytes in flight at once, more than %d lanes of one %d-byte piece", m, lanes, chunk)
+	for _, lanes := range []int{2, 8} {
+		t.Run(fmt.Sprintf("lanes=%d", lanes), func(t *testing.T) {
+			const n, chunk = 4 << 20, 64 << 10
+			data := randomBytes(n, 32)
+			f := writeTemp(t, data)
+			e := newEnv(t, Options{Lanes: lanes, ChunkSize: chunk, WindowBytes: 16 * chunk})
+			if s := openSource(f); s.direct == nil {
+				s.close()
+				t.Skipf("O_DIRECT not available in %s", filepath.Dir(f.Name()))
+			} else {
+				defer s.close()
+				dropCache(t, f, 0, 0)
+				if !s.cold(0, n) {
+					t.Skip("the kernel kept the file in the page cache")
+				}
+			}
+			slow := func() { time.Sleep(200 * time.Microsecond) }
+			e.d.hold.Store(&slow)
+			dev := e.d.alloc(n)
+			if got, err := e.c.ToDeviceFromFile(context.Background(), dev, f, 0, n); err != nil || got != n {
+				t.Fatalf("%d bytes, %v", got, err)
+			}
+			sameBytes(t, "device", e.devBytes(dev, n), data)
+			if m, most := e.d.maxInflight.Load(), min(lanes, 4); m > int64(most*chunk) {
+				t.Errorf("%d bytes in flight at once, more than %d readers of one %d-byte piece", m, most, chunk)
+			}
+		})
 	}
 }
