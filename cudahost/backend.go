@@ -215,7 +215,7 @@ func (b *Backend) AllocContext(ctx context.Context, size int, progress func(pinn
 
 // allocHost allocates with cuMemHostAlloc.
 func (b *Backend) allocHost(size int) (*Chunk, error) {
-	m, err := gated(&b.gate, func() (*cuda.HostMem, error) { return b.ctx.HostAlloc(size, b.allocFlags) })
+	m, err := gated(&b.gate, 0, func() (*cuda.HostMem, error) { return b.ctx.HostAlloc(size, b.allocFlags) })
 	if err != nil {
 		return nil, fmt.Errorf("cudahost: %s: allocating %d bytes: %w", b.name, size, err)
 	}
@@ -241,7 +241,7 @@ func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int
 	}
 	pl := b.plan(len(mem), align)
 	g, err := pl.run(ctx, r, mem, func(p []byte) (part, error) {
-		m, err := gated(&b.gate, func() (*cuda.HostMem, error) { return b.ctx.HostRegister(p, b.regFlags) })
+		m, err := gated(&b.gate, len(p), func() (*cuda.HostMem, error) { return b.ctx.HostRegister(p, b.regFlags) })
 		if err != nil {
 			return nil, err
 		}
@@ -272,6 +272,7 @@ func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int
 func (b *Backend) plan(size, align int) pipeline {
 	pl := plan(size, b.regChunk, b.opt.PrefaultWorkers, b.opt.RegisterWorkers, align)
 	pl.group = max(1, b.opt.RegisterGroup/b.regChunk)
+	pl.fit = func(left int) int { return b.gate.fit(left, pl.minSplit) }
 	return pl
 }
 

@@ -2,6 +2,7 @@ package cudahost
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pinpool/pinpool/internal/pause"
@@ -24,12 +25,18 @@ type lockGate struct {
 	mu    sync.Mutex
 	next  time.Time     // no gated call starts before this
 	pause time.Duration // the least pause after a call; < 0: no gate
+	fits  atomic.Int64  // bytes a registration of lockHold pins, at the last one's rate (hold.go)
 }
 
-// do runs f through the gate.
-func (g *lockGate) do(f func()) {
+// do runs f, a call that is not sized (see record), through the gate.
+func (g *lockGate) do(f func()) { g.sized(0, f) }
+
+// sized runs f, a call on n bytes, through the gate, and records its time.
+func (g *lockGate) sized(n int, f func()) {
 	if g.pause < 0 {
+		t0 := time.Now()
 		f()
+		g.record(n, time.Since(t0))
 		return
 	}
 	g.mu.Lock()
@@ -38,12 +45,14 @@ func (g *lockGate) do(f func()) {
 	t0 := time.Now()
 	f()
 	end := time.Now()
+	g.record(n, end.Sub(t0))
 	g.next = end.Add(max(g.pause, end.Sub(t0)/4))
 }
 
-// gated calls f through the gate and returns what it returns.
-func gated[T any](g *lockGate, f func() (T, error)) (v T, err error) {
-	g.do(func() { v, err = f() })
+// gated calls f, a call on n bytes (0: not sized), through the gate and
+// returns what it returns.
+func gated[T any](g *lockGate, n int, f func() (T, error)) (v T, err error) {
+	g.sized(n, func() { v, err = f() })
 	return v, err
 }
 

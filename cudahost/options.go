@@ -157,7 +157,9 @@ type Options struct {
 	// allocation is registered as several consecutive registrations, all
 	// undone on failure and on Free. Each call holds the driver's lock
 	// while it pins, so the piece bounds how long other streams' copies
-	// wait. Zero means DefaultRegisterChunk; otherwise it must be a
+	// wait; a piece is registered in smaller calls where the last call's
+	// rate says it would hold the lock longer than about 0.75 ms (small
+	// pages, fragmented memory). Zero means DefaultRegisterChunk; otherwise it must be a
 	// positive multiple of 4096 (it is rounded up to the system page size
 	// where pages are larger). The driver takes a copy only when it lies
 	// inside one registration; package cuda's copies split a copy that

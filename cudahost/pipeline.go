@@ -12,9 +12,10 @@ import (
 )
 
 // The Register method's growth. A large allocation is made in pieces of
-// at most Options.RegisterChunk bytes, each one cuMemHostRegister call, so
-// that the driver's lock is held for one bounded piece at a time and other
-// goroutines' copies get in between. Prefault (page faults and zeroing,
+// at most Options.RegisterChunk bytes, each registered in calls that hold
+// the driver's lock about lockHold at most (hold.go), so that the lock is
+// held for one bounded call at a time and other goroutines' copies get in
+// between. Prefault (page faults and zeroing,
 // which take no driver lock) runs on several goroutines, and takes turns
 // with the registration by groups of pieces (Options.RegisterGroup): a
 // group is prefaulted, then registered, then the next is prefaulted, so
@@ -42,6 +43,9 @@ type pipeline struct {
 	// them are backed, and the prefault of a group waits until the
 	// previous one is registered, so that the two never run at once.
 	group int
+	// fit, if not nil, is the size of the next registration call of a
+	// piece with left bytes still to register (hold.go); nil: one call.
+	fit func(left int) int
 }
 
 // plan returns the pipeline for size bytes, in groups of one piece (the
@@ -169,7 +173,7 @@ func (pl pipeline) run(ctx context.Context, r prefaulter, mem []byte, register f
 		}
 		off := i * pl.piece
 		ln := min(pl.piece, n-off)
-		ps, err := pl.registerSplitting(mem[off:off+ln:off+ln], register, &splits)
+		ps, err := pl.registerFitted(mem[off:off+ln:off+ln], register, &splits)
 		byPiece[i] = ps
 		if err != nil {
 			fail(fmt.Errorf("registering bytes [%d, %d) of %d: %w", off, off+ln, n, err))
@@ -208,6 +212,25 @@ func (pl pipeline) run(ctx context.Context, r prefaulter, mem []byte, register f
 		return growth{}, also(err, freeParts(parts, pl.register))
 	}
 	return growth{parts: parts, splits: int(splits.Load())}, nil
+}
+
+// registerFitted registers mem in calls of the sizes pl.fit gives (one
+// when it is nil), each through registerSplitting; on a failure it undoes
+// the calls that succeeded.
+func (pl pipeline) registerFitted(mem []byte, register func([]byte) (part, error), splits *atomic.Int64) ([]part, error) {
+	var parts []part
+	for len(mem) > 0 {
+		n := len(mem)
+		if pl.fit != nil {
+			n = min(max(pl.fit(n), 1), n)
+		}
+		ps, err := pl.registerSplitting(mem[:n:n], register, splits)
+		if err != nil {
+			return nil, also(err, freeParts(parts, 1))
+		}
+		parts, mem = append(parts, ps...), mem[n:]
+	}
+	return parts, nil
 }
 
 // registerSplitting registers mem; when the driver refuses it and it is
