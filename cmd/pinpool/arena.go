@@ -154,7 +154,7 @@ func arenaBar(w io.Writer, mode string, total int64, what string) *progressbar.P
 
 func writeArenaTable(w io.Writer, rs []measure.ArenaResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "way\tsize\tbackend\ttook\tGB/s\tneighbour p50/p99/max\tclose\tneighbour at close p99/max\terror")
+	fmt.Fprintln(tw, "way\tsize\tbackend\ttook\tGB/s\thuge pages\tneighbour p50/p99/max\tclose\tneighbour at close p99/max\terror")
 	for _, r := range rs {
 		nb, nbc := "-", "-"
 		if l := r.Neighbour; l != nil {
@@ -167,7 +167,11 @@ func writeArenaTable(w io.Writer, rs []measure.ArenaResult) {
 		if r.GBps > 0 {
 			rate = fmt.Sprintf("%.1f", r.GBps)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Way, units.Size(r.Bytes), r.Backend, units.Duration(r.Took), rate, nb, units.Duration(r.CloseTook), nbc, r.Error)
+		huge := "-"
+		if r.HugeBytes > 0 {
+			huge = units.Size(r.HugeBytes)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Way, units.Size(r.Bytes), r.Backend, units.Duration(r.Took), rate, huge, nb, units.Duration(r.CloseTook), nbc, r.Error)
 	}
 	tw.Flush()
 }

@@ -30,6 +30,8 @@ func TestArenaHost(t *testing.T) {
 			Took  int64   `json:"took_ns"`
 			GBps  float64 `json:"gb_per_s"`
 			Close int64   `json:"close_ns"`
+			Huge  *int64  `json:"huge_bytes"`
+			Held  int64   `json:"held_bytes"`
 			Error string  `json:"error"`
 		}
 		if err := json.Unmarshal([]byte(lines[i]), &r); err != nil {
@@ -37,6 +39,12 @@ func TestArenaHost(t *testing.T) {
 		}
 		if r.Way != want || r.Bytes != 4<<20 || r.Error != "" || r.Took <= 0 || r.GBps <= 0 || r.Close <= 0 {
 			t.Errorf("line %d: %+v, want way %q of 4 MiB measured without error", i, r, want)
+		}
+		if pool := strings.HasPrefix(want, "pool"); pool != (r.Held >= r.Bytes) {
+			t.Errorf("line %d: held_bytes %d for a way of %d bytes (a pool's holds them all, the others report none)", i, r.Held, r.Bytes)
+		}
+		if r.Huge == nil || *r.Huge < 0 || *r.Huge > max(r.Bytes, r.Held) {
+			t.Errorf("line %d: huge_bytes %v, want 0 to %d", i, r.Huge, max(r.Bytes, r.Held))
 		}
 	}
 	if !strings.Contains(errOut, "no GPU") {

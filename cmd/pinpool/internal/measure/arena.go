@@ -163,7 +163,14 @@ type ArenaResult struct {
 	Neighbour *Latencies    `json:"neighbour,omitempty"`
 	// NeighbourClose is the neighbour while the arena was freed.
 	NeighbourClose *Latencies `json:"neighbour_close,omitempty"`
-	Error          string     `json:"error,omitempty"`
+	// HeldBytes is what a pool way's pool held once the arena was made
+	// (Stats.BytesHeld: its growth may round up); 0 for the other ways.
+	HeldBytes int64 `json:"held_bytes,omitempty"`
+	// HugeBytes is how much of the memory made huge pages back, where the
+	// way can tell (the pool's Stats.BytesHugePages, the register and host
+	// ways' chunks); 0 otherwise.
+	HugeBytes int64  `json:"huge_bytes"`
+	Error     string `json:"error,omitempty"`
 	// Start, Made and Freed are CLOCK_MONOTONIC readings (ns) at the start,
 	// when the arena was made and when it was freed, to match the rounds
 	// with what another process measured meanwhile.
@@ -215,7 +222,7 @@ func MeasureArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions) 
 	runtime.GC()
 	res.Start = monotonic()
 	t0 := time.Now()
-	free, backend, err := makeArena(ctx, w, total, o)
+	free, backend, err := makeArena(ctx, w, total, o, &res)
 	res.Took = time.Since(t0)
 	res.Made = monotonic()
 	res.Backend = backend
@@ -242,11 +249,13 @@ func MeasureArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions) 
 }
 
 // makeArena makes the arena and returns the function that frees it (also
-// on a failure that left something made).
-func makeArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions) (free func() error, backend string, err error) {
+// on a failure that left something made), and sets res's HeldBytes and
+// HugeBytes where it can tell them.
+func makeArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions, res *ArenaResult) (free func() error, backend string, err error) {
+	huge := &res.HugeBytes
 	switch w.Kind {
 	case "pool":
-		return poolArena(ctx, w, total, o)
+		return poolArena(ctx, w, total, o, res)
 	case "hostalloc-raw":
 		if o.Context == nil {
 			return nil, "", errNoGPUWay
@@ -263,6 +272,9 @@ func makeArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions) (fr
 			r, err := hostmem.Alloc(n, opt)
 			if err != nil {
 				return nil, err
+			}
+			if h, err := r.HugePageBytes(); err == nil {
+				*huge += h
 			}
 			return r.Unmap, nil
 		}, "host(mlock)")
@@ -295,6 +307,7 @@ func makeArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions) (fr
 			}
 			mu.Lock()
 			base += int64(n)
+			*huge += c.HugePageBytes()
 			mu.Unlock()
 			return c.Free, nil
 		}, b.Name())
@@ -352,7 +365,7 @@ func allocs(ctx context.Context, total, per int64, o ArenaOptions, alloc func(in
 }
 
 // poolArena reserves the arena in a pool.
-func poolArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions) (func() error, string, error) {
+func poolArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions, res *ArenaResult) (func() error, string, error) {
 	opt := pinpool.Options{}
 	switch w.Backend {
 	case "host":
@@ -396,6 +409,8 @@ func poolArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions) (fu
 	if err == nil {
 		report(o, total)
 	}
+	st := p.Stats()
+	res.HeldBytes, res.HugeBytes = st.BytesHeld, st.BytesHugePages
 	return closeAll, p.Backend().Name(), err
 }
 
