@@ -1,6 +1,8 @@
 package pinpool
 
 import (
+	"context"
+	rtrace "runtime/trace"
 	"slices"
 	"sync"
 	"testing"
@@ -174,6 +176,9 @@ func startNeighbour(b *testing.B, ctx *cuda.Context) *neighbour {
 				next = now // late (a stalled copy): no burst to catch up
 			}
 			pause.Until(next)
+			// A region per copy, so that an execution trace (-test.trace) shows what a slow
+			// copy waited for.
+			reg := rtrace.StartRegion(context.Background(), "neighbour copy")
 			t0 := time.Now()
 			if err := s.CopyHtoDAsync(dev.Ptr(), host.Bytes()); err != nil {
 				nb.err = err
@@ -183,6 +188,7 @@ func startNeighbour(b *testing.B, ctx *cuda.Context) *neighbour {
 				nb.err = err
 				return
 			}
+			reg.End()
 			nb.lat = append(nb.lat, time.Since(t0))
 			nb.at = append(nb.at, t0)
 		}

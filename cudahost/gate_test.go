@@ -1,6 +1,8 @@
 package cudahost
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -71,5 +73,115 @@ func BenchmarkLockGate(b *testing.B) {
 	}
 	if b.N > 1 {
 		b.ReportMetric(float64(gaps.Microseconds())/float64(b.N-1), "gap-µs/op")
+	}
+}
+
+// TestLockGateFit checks the sizes of registration calls: a whole piece
+// before any call is measured or when it fits the hold at the last call's
+// rate, else the piece shared evenly among calls that each fit it (whole
+// huge pages), never less than one unit nor more than what is left; a
+// call that is not sized changes nothing.
+func TestLockGateFit(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name        string
+		n           int           // bytes of the last sized call (0: none)
+		d           time.Duration // its time
+		left, align int
+		want        int
+	}{
+		{"none measured", 0, 0, 16 * mib, 2 * mib, 16 * mib},
+		{"fast: whole piece", 16 * mib, lockHold / 2, 16 * mib, 2 * mib, 16 * mib},
+		{"exactly the hold", 16 * mib, lockHold, 16 * mib, 2 * mib, 16 * mib},
+		{"4x the hold: quarters", 16 * mib, 4 * lockHold, 16 * mib, 2 * mib, 4 * mib},
+		{"1.5x the hold: halves", 16 * mib, lockHold * 3 / 2, 16 * mib, 2 * mib, 8 * mib},
+		{"2.5x: thirds rounded up to huge pages", 16 * mib, lockHold * 5 / 2, 16 * mib, 2 * mib, 6 * mib},
+		{"2.5x, small pages: thirds in pages", 16 * mib, lockHold * 5 / 2, 16 * mib, 4096, 5595136},
+		{"a stalled call: one unit", 16 * mib, 100 * lockHold, 16 * mib, 2 * mib, 2 * mib},
+		{"less left than a unit", 16 * mib, 100 * lockHold, mib, 2 * mib, mib},
+		{"a small last call measured", 2 * mib, 2 * lockHold, 10 * mib, 2 * mib, 2 * mib},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g lockGate
+			g.record(tc.n, tc.d)
+			g.record(0, time.Hour) // a free: not sized
+			if got := g.fit(tc.left, tc.align); got != tc.want {
+				t.Errorf("fit(%d, %d) after %d bytes in %v = %d, want %d", tc.left, tc.align, tc.n, tc.d, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLockGateRecordsSized checks that the gate times a sized call (and
+// not the wait before it) for fit, and that a call that is not sized
+// leaves the rate alone.
+func TestLockGateRecordsSized(t *testing.T) {
+	const mib = 1 << 20
+	for _, pause := range []time.Duration{-1, 50 * time.Microsecond} {
+		t.Run(fmt.Sprint(pause), func(t *testing.T) {
+			g := &lockGate{pause: pause}
+			g.sized(16*mib, func() { time.Sleep(4 * lockHold) })
+			// At least 4x the hold: at most a quarter of 16 MiB a call.
+			if got := g.fit(16*mib, 4096); got > 4*mib {
+				t.Fatalf("after a call of 4x the hold, fit gives %d bytes, want at most %d", got, 4*mib)
+			}
+			before := g.fits.Load()
+			g.do(func() { time.Sleep(time.Millisecond) })
+			if g.fits.Load() != before {
+				t.Fatal("a call that is not sized changed the rate")
+			}
+		})
+	}
+}
+
+// TestPipelineFitsCalls checks that a pipeline registers each piece in
+// calls of the sizes fit gives, that the parts tile the memory with
+// progress rising to the whole, and that a call refused inside a piece
+// undoes the calls of that piece (and every other) that succeeded.
+func TestPipelineFitsCalls(t *testing.T) {
+	const mib = 1 << 20
+	for _, failAt := range []int{-1, 16*mib + 8*mib} {
+		t.Run(fmt.Sprintf("failAt=%d", failAt), func(t *testing.T) {
+			mem := make([]byte, 64*mib)
+			f := &fakeFaults{failAt: -1}
+			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: failAt}
+			pl := plan(len(mem), 16*mib, 4, 2, 2*mib)
+			var asked []int
+			var mu sync.Mutex
+			pl.fit = func(left int) int {
+				mu.Lock()
+				defer mu.Unlock()
+				asked = append(asked, left)
+				return 4 * mib
+			}
+			var seen []int
+			g, err := pl.run(context.Background(), f, mem, r.register, func(n int) { seen = append(seen, n) })
+			if failAt >= 0 {
+				if err == nil || len(r.live) != 0 {
+					t.Fatalf("with a refused call: %v, %d parts left registered", err, len(r.live))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := 0
+			for _, p := range g.parts {
+				rp := p.(*regPart)
+				if rp.off != off || rp.len != 4*mib {
+					t.Fatalf("part at %d of %d bytes; want one at %d of %d", rp.off, rp.len, off, 4*mib)
+				}
+				off += rp.len
+			}
+			if off != len(mem) || r.calls != 16 || len(asked) != 16 {
+				t.Fatalf("parts cover %d of %d bytes in %d calls (fit asked %d times), want 16", off, len(mem), r.calls, len(asked))
+			}
+			if len(seen) == 0 || seen[len(seen)-1] != len(mem) {
+				t.Fatalf("progress %v: want rising to %d", seen, len(mem))
+			}
+			if err := freeParts(g.parts, 3); err != nil || len(r.live) != 0 {
+				t.Fatalf("free: %v, %d parts left", err, len(r.live))
+			}
+		})
 	}
 }

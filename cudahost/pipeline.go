@@ -13,7 +13,7 @@ import (
 
 // The Register method's growth. A large allocation is made in pieces of
 // at most Options.RegisterChunk bytes, each registered in calls that hold
-// the driver's lock about lockHold at most (hold.go), so that the lock is
+// the driver's lock about lockHold at most (lockGate.fit), so that the lock is
 // held for one bounded call at a time and other goroutines' copies get in
 // between. Prefault (page faults and zeroing,
 // which take no driver lock) runs on several goroutines, and takes turns
@@ -44,7 +44,7 @@ type pipeline struct {
 	// previous one is registered, so that the two never run at once.
 	group int
 	// fit, if not nil, is the size of the next registration call of a
-	// piece with left bytes still to register (hold.go); nil: one call.
+	// piece with left bytes still to register (lockGate.fit); nil: one call.
 	fit func(left int) int
 }
 
