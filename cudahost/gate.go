@@ -105,6 +105,6 @@ func (g *lockGate) fit(left, align int) int {
 		return left
 	}
 	calls := (left + f - 1) / f
-	n := (left/calls + align - 1) / align * align
+	n := ((left+calls-1)/calls + align - 1) / align * align // rounded up: calls of n cover left
 	return min(max(n, align), left)
 }

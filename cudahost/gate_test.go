@@ -185,3 +185,50 @@ func TestPipelineFitsCalls(t *testing.T) {
 		})
 	}
 }
+
+// FuzzLockGateFit checks fit's size math for any last call and any piece:
+// the size is at least one byte and at most what is left; all of it when
+// no call was measured or it fits the hold; else a multiple of align (or
+// what is left), no smaller than one align, in no more calls than the
+// hold needs and none a whole align over it.
+func FuzzLockGateFit(f *testing.F) {
+	f.Add(16<<20, int64(lockHold*4), 16<<20, 2<<20)
+	f.Add(16<<20, int64(lockHold/2), 16<<20, 4096)
+	f.Add(1, int64(1), 1, 4096)
+	f.Add(0, int64(0), 5<<20, 2<<20)
+	f.Add(64<<30, int64(time.Hour), 64<<30, 2<<20)
+	f.Add(16<<20, int64(2999910), 16<<20+2, 6) // found by the fuzzer: four calls fit, five were made
+	f.Fuzz(func(t *testing.T, n int, d int64, left, alignShift int) {
+		if n < 0 || n > 64<<30 || d < 0 || left <= 0 || left > 64<<30 {
+			t.Skip()
+		}
+		align := 4096 << (uint(alignShift) % 10) // 4 KiB to 2 MiB
+		var g lockGate
+		g.record(n, time.Duration(d))
+		got := g.fit(left, align)
+		if got < 1 || got > left {
+			t.Fatalf("fit(%d, %d) after %d bytes in %d ns = %d: not in [1, %d]", left, align, n, d, got, left)
+		}
+		fits := g.fits.Load()
+		if fits <= 0 || fits >= int64(left) {
+			if got != left {
+				t.Fatalf("fit(%d, %d) = %d with %d bytes fitting the hold: want all of it", left, align, got, fits)
+			}
+			return
+		}
+		if got != left && got%align != 0 {
+			t.Fatalf("fit(%d, %d) = %d: not a multiple of the align", left, align, got)
+		}
+		if got < min(align, left) {
+			t.Fatalf("fit(%d, %d) = %d: less than one align", left, align, got)
+		}
+		// No more calls than the hold needs, and none over it by a whole align or more (but the
+		// one align that is the least call).
+		if calls, need := (left+got-1)/got, (int64(left)+fits-1)/fits; int64(calls) > need {
+			t.Fatalf("fit(%d, %d) = %d: %d calls where %d fit the hold (%d bytes a call)", left, align, got, calls, need, fits)
+		}
+		if got > align && int64(got) >= fits+int64(align) {
+			t.Fatalf("fit(%d, %d) = %d: a whole align over the %d bytes that fit the hold", left, align, got, fits)
+		}
+	})
+}
