@@ -232,3 +232,48 @@ func FuzzLockGateFit(f *testing.F) {
 		}
 	})
 }
+
+// TestPipelineFitOutOfRange checks that a fit giving no bytes, a negative
+// count or more than is left still registers every byte once, in calls
+// of at least one byte and at most the piece.
+func TestPipelineFitOutOfRange(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name  string
+		fit   func(left int) int
+		calls int
+	}{
+		{"zero", func(int) int { return 0 }, 0},      // one byte a call: not counted
+		{"negative", func(int) int { return -5 }, 0}, // the same
+		{"more than left", func(left int) int { return left + 7 }, 4},
+		{"max int", func(int) int { return int(^uint(0) >> 1) }, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			size := 64 * mib
+			if tc.calls == 0 {
+				size = 8192 // one byte a call: keep it small
+			}
+			mem := make([]byte, size)
+			f := &fakeFaults{failAt: -1}
+			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1}
+			pl := plan(len(mem), 16*mib, 2, 1, 4096)
+			pl.fit = tc.fit
+			g, err := pl.run(context.Background(), f, mem, r.register, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := 0
+			for _, p := range g.parts {
+				rp := p.(*regPart)
+				if rp.off != off || rp.len < 1 || rp.len > 16*mib {
+					t.Fatalf("part at %d of %d bytes; want one at %d of 1 to %d", rp.off, rp.len, off, 16*mib)
+				}
+				off += rp.len
+			}
+			if off != size || tc.calls > 0 && r.calls != tc.calls {
+				t.Fatalf("parts cover %d of %d bytes in %d calls, want %d", off, size, r.calls, tc.calls)
+			}
+			freeParts(g.parts, 2)
+		})
+	}
+}
