@@ -60,7 +60,7 @@ func TestNoDriver(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestNoDriverChild$", "-test.v")
 			cmd.Env = append(os.Environ(), envChild+"=1", EnvLibrary+"="+tc.lib)
-			out, err := cmd.CombinedOutput()
+			out, err := testenv.CombinedOutput(t, cmd)
 			if err != nil {
 				t.Fatalf("child failed: %v\n%s", err, out)
 			}

@@ -241,7 +241,7 @@ func TestNewNoDriver(t *testing.T) {
 		testenv.MustReexec(t)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestNewNoDriver$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), envNoDriverChild+"=1", cuda.EnvLibrary+"=/nonexistent/libcuda.so.1")
-		out, err := cmd.CombinedOutput()
+		out, err := testenv.CombinedOutput(t, cmd)
 		if err != nil || !strings.Contains(string(out), "--- PASS: TestNewNoDriver") {
 			t.Fatalf("child without a driver: %v\n%s", err, out)
 		}

@@ -81,7 +81,7 @@ func TestInfoWithoutDriver(t *testing.T) {
 	testenv.MustReexec(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestInfoWithoutDriver$")
 	cmd.Env = append(os.Environ(), "PINPOOL_INFO_CHILD=1", cuda.EnvLibrary+"=/nonexistent/libcuda.so.1")
-	out, err := cmd.CombinedOutput()
+	out, err := testenv.CombinedOutput(t, cmd)
 	if err != nil {
 		t.Fatalf("info without a driver failed: %v\n%s", err, out)
 	}

@@ -111,7 +111,7 @@ func runUnderLockLimit(t *testing.T, test string, limit uint64) {
 				units.Limit(limit), units.Limit(rl.Max))
 		}
 	}
-	out, err := cmd.CombinedOutput()
+	out, err := testenv.CombinedOutput(t, cmd)
 	if err != nil || !strings.Contains(string(out), "child: ok") {
 		t.Fatalf("child under a limit of %s: %v\n%s", units.Limit(limit), err, out)
 	}

@@ -38,7 +38,7 @@ func UnderLimit(t *testing.T, limit uint64) bool {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
-	out, err := cmd.CombinedOutput()
+	out, err := CombinedOutput(t, cmd)
 	text := string(out)
 	if err != nil {
 		t.Fatalf("child under RLIMIT_MEMLOCK %d: %v\n%s", limit, err, text)
