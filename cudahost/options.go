@@ -18,13 +18,14 @@ const DefaultRegisterChunk = 16 << 20
 // DefaultRegisterGroup is the RegisterGroup used when Options.RegisterGroup
 // is zero: a growth prefaults this many bytes, then registers them, then
 // prefaults the next, so that prefault and registration never run at once
-// (with both at once, other streams' copies waited for milliseconds). A
-// group holds a few pieces, so that every prefault worker has whole huge
-// pages of each group to fault in; larger groups gained less than a tenth
-// and let the neighbour's slowest copies wait longer, past the bound
-// (`pinpool arena`'s register:group= ways; arena.cpp's batched way is the
-// same in C++).
-const DefaultRegisterGroup = 64 << 20
+// (with both at once, other streams' copies waited for milliseconds). Each
+// group wakes every prefault worker and waits for the slowest, so small
+// groups leave the cores idle at every turn: groups of a few GiB grew a
+// large arena faster than groups of a few pieces, and the neighbour's
+// copies waited no longer (`pinpool arena`'s register:group= ways beside
+// the default; arena.cpp's phased and batched ways are the same in C++).
+// A smaller group makes the first bytes of a large growth usable sooner.
+const DefaultRegisterGroup = 4 << 30
 
 // DefaultPrefaultWorkers is the most goroutines that prefault a growth
 // when Options.PrefaultWorkers is zero: New uses min(GOMAXPROCS,

@@ -138,7 +138,7 @@ func TestValidateGroup(t *testing.T) {
 		{Options{RegisterGroup: 100 * mib}, 112 * mib},
 		{Options{RegisterGroup: 4096}, DefaultRegisterChunk},
 		{Options{RegisterGroup: 4096, RegisterChunk: 3 * mib}, 3 * mib},
-		{Options{RegisterChunk: 48 * mib}, 96 * mib},
+		{Options{RegisterChunk: 48 * mib}, (DefaultRegisterGroup + 48*mib - 1) / (48 * mib) * (48 * mib)},
 		{Options{Method: HostAlloc, RegisterGroup: 8192}, 8192},
 		// No room to round up: the whole pieces below it, not an overflow.
 		{Options{RegisterGroup: math.MaxInt &^ 4095}, math.MaxInt / DefaultRegisterChunk * DefaultRegisterChunk},

@@ -337,7 +337,8 @@ func TestBackendPlanDefaults(t *testing.T) {
 	}{
 		{Options{}, DefaultRegisterChunk, DefaultRegisterGroup / DefaultRegisterChunk},
 		{Options{RegisterChunk: 32 << 20, RegisterGroup: 100 << 20}, 32 << 20, 4},
-		{Options{RegisterChunk: 2 << 30}, 2 << 30, 1}, // a group of one piece
+		{Options{RegisterChunk: 2 << 30}, 2 << 30, DefaultRegisterGroup / (2 << 30)},
+		{Options{RegisterChunk: 2 << 30, RegisterGroup: 4096}, 2 << 30, 1}, // a group of one piece
 	} {
 		pl := fakeBackend(j, tc.opt).plan(32*gib, hugeAlign)
 		wantPrefault := min(runtime.GOMAXPROCS(0), DefaultPrefaultWorkers)
