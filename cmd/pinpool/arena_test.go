@@ -77,3 +77,41 @@ func TestArenaUsage(t *testing.T) {
 		t.Errorf("the refusal names the tool twice:\n%s", errOut)
 	}
 }
+
+// TestArenaGPURegistrations measures small arenas on the CUDA ways and
+// checks the registration calls each reports: a register way's chunk is
+// pinned in pieces of at most its piece size (more calls where a piece is
+// split to bound the lock), a hostalloc way's chunk by one call.
+func TestArenaGPURegistrations(t *testing.T) {
+	if !hasGPU() {
+		t.Skip("no GPU: the register and hostalloc ways need one")
+	}
+	out, errOut, code := runCLI(t, "arena", "--sizes", "64MiB", "--ways", "register,register:piece=4MiB,hostalloc:alloc=16MiB", "--json", "--progress", "never")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d JSON lines, want 3:\n%s", len(lines), out)
+	}
+	for i, tc := range []struct {
+		way      string
+		min, max int
+	}{
+		{"register", 4, 64 << 20 / (2 << 20)}, // 16 MiB pieces, each call at least a huge page
+		{"register:piece=4MiB", 16, 64 << 20 / (2 << 20)},
+		{"hostalloc:alloc=16MiB", 4, 4},
+	} {
+		var r struct {
+			Way   string `json:"way"`
+			Regs  int    `json:"registrations"`
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(lines[i]), &r); err != nil {
+			t.Fatalf("line %d: %v\n%s", i, err, lines[i])
+		}
+		if r.Way != tc.way || r.Error != "" || r.Regs < tc.min || r.Regs > tc.max {
+			t.Errorf("line %d: %+v, want way %q made in %d to %d calls without error", i, r, tc.way, tc.min, tc.max)
+		}
+	}
+}

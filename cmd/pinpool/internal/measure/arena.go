@@ -169,8 +169,13 @@ type ArenaResult struct {
 	// HugeBytes is how much of the memory made huge pages back, where the
 	// way can tell (the pool's Stats.BytesHugePages, the register and host
 	// ways' chunks); 0 otherwise.
-	HugeBytes int64  `json:"huge_bytes"`
-	Error     string `json:"error,omitempty"`
+	HugeBytes int64 `json:"huge_bytes"`
+	// Registrations is how many driver calls pinned the register and
+	// hostalloc ways' chunks (Chunk.Registrations: each cuMemHostRegister,
+	// so a piece registered in calls sized to the lock's bound counts each
+	// call; one cuMemHostAlloc per chunk); 0 for the other ways.
+	Registrations int    `json:"registrations,omitempty"`
+	Error         string `json:"error,omitempty"`
 	// Start, Made and Freed are CLOCK_MONOTONIC readings (ns) at the start,
 	// when the arena was made and when it was freed, to match the rounds
 	// with what another process measured meanwhile.
@@ -308,6 +313,7 @@ func makeArena(ctx context.Context, w ArenaWay, total int64, o ArenaOptions, res
 			mu.Lock()
 			base += int64(n)
 			*huge += c.HugePageBytes()
+			res.Registrations += c.Registrations()
 			mu.Unlock()
 			return c.Free, nil
 		}, b.Name())
