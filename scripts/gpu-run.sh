@@ -33,7 +33,8 @@
 #                    buffer, without huge pages, the HostAlloc backend at
 #                    4 GiB, one cuMemHostAlloc; PyTorch's two ways beside
 #                    them), with a neighbour process copying 64 KiB every
-#                    200 us and calling cuMemGetInfo (default 32; 0: none)
+#                    200 us and calling cuMemGetInfo, after a first round of
+#                    the largest size, reported apart (default 32; 0: none)
 #   ARENA_GRID=name  the grid of scripts/ref/arena.cpp that REF runs (quick,
 #                    about 3 min at 32 GiB; frontier, about 25 s; full)
 #   UNPRIV=0         skip the tool's run as user nobody under an 8 MiB
@@ -229,8 +230,13 @@ if [ "${ARENA:-32}" != 0 ] && [ -x "$bin/pinpool" ]; then
 		nbpid=$!
 		for _ in $(seq 1 60); do grep -q ready "$out/arena-neighbour.out" 2>/dev/null && break; sleep 0.5; done
 	fi
-	# The first large allocation on a fresh machine runs slower: one round first.
-	timeout 120 "$bin/pinpool" arena --json --progress never --sizes 8GiB --ways pool >/dev/null 2>>"$out/arena.err"
+	# The first pin of memory no process has touched yet on a fresh machine
+	# runs at a fraction of the rate (arena.cpp's first round too): one
+	# round of the largest size first, kept apart as the first-round figure.
+	wg=0
+	for g in ${ARENA:-32}; do [ "$g" -gt "$wg" ] && wg=$g; done
+	timeout 300 "$bin/pinpool" arena --json --progress never --sizes "${wg}GiB" --ways pool >"$out/arena-warm.jsonl" 2>>"$out/arena.err"
+	note "arena first round (${wg} GiB, one buffer, before the rest): $(python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline()); print("%.1f GB/s" % r.get("gb_per_s", 0), r.get("error") or "")' "$out/arena-warm.jsonl" 2>/dev/null || echo failed)"
 	first=1
 	for g in ${ARENA:-32}; do
 		arena "$bin/pinpool" arena --json --progress never --sizes "${g}GiB" \
