@@ -62,6 +62,13 @@
 // stall the neighbour for seconds whatever the size). A first round of the first configuration, reported as warmup,
 // runs before the rest (the first large allocation on a fresh machine runs
 // slower).
+//
+// With ARENA_JSON=FILE every row is also appended to FILE as one JSON line
+// with its CLOCK_MONOTONIC stamps (start_mono_ns, made_mono_ns,
+// freed_mono_ns, and for phased prefaulted_mono_ns, the end of its
+// prefault), so that scripts/ref/torch_pin.py split sets a second process's
+// waits beside each row, and for phased beside its prefault and its
+// registration apart.
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -337,6 +344,7 @@ static long anonHugeKiB() {
 
 struct Result {
   double gbps = 0, pfS = -1, regS = -1, freeS = 0, hugePct = -1;
+  int64_t start = 0, prefaulted = 0, made = 0, freed = 0;  // CLOCK_MONOTONIC ns (prefaulted: phased only)
   Lat nbReserve, nbFree;
   std::string err;
 };
@@ -471,6 +479,8 @@ static Result measure(const Cfg& c, size_t total) {
   int64_t t3 = nowNs();
   res.freeS = (t3 - t2) / 1e9;
   res.nbFree = latency(t2, t3);
+  res.start = t0, res.made = t1, res.freed = t3;
+  if (c.way == "phased" && tPf) res.prefaulted = tPf;
   return res;
 }
 
@@ -612,6 +622,17 @@ int main(int argc, char** argv) {
     printf("%-52s %4zu %6.1f %6s %6s %5s %-20s %6.2f %-20s %s\n", name.c_str(), n >> 30, r.gbps, secs(r.pfS).c_str(), secs(r.regS).c_str(), hp,
            lat(r.nbReserve).c_str(), r.freeS, lat(r.nbFree).c_str(), r.err.c_str());
     fflush(stdout);
+    if (const char* path = getenv("ARENA_JSON")) {
+      // One JSON line per row, in the form `pinpool arena --json` writes,
+      // for torch_pin.py split to set a second process's waits beside it.
+      if (FILE* f = fopen(path, "a")) {
+        fprintf(f, "{\"way\":\"arena.cpp:%s\",\"bytes\":%zu,\"gb_per_s\":%.3f,\"start_mono_ns\":%lld,\"made_mono_ns\":%lld,\"freed_mono_ns\":%lld",
+                name.c_str(), n, r.gbps, (long long)r.start, (long long)r.made, (long long)r.freed);
+        if (r.prefaulted) fprintf(f, ",\"prefaulted_mono_ns\":%lld", (long long)r.prefaulted);
+        fprintf(f, "}\n");
+        fclose(f);
+      }
+    }
     if (i > 0) rows.push_back({c, n, r});
   }
   g_nbStop = true;

@@ -19,7 +19,9 @@ users of the GPU wait.
                                     samples (CLOCK_MONOTONIC start ns, latency ns).
   torch_pin.py split OUT.json ROUNDS.jsonl
                                     the neighbour's p50/p99/max for each round's
-                                    reservation and free window.
+                                    reservation and free window (and, for
+                                    arena.cpp's phased rows, ARENA_JSON=, its
+                                    prefault and registration apart).
 
 The neighbour runs in its own process, so that the Go and the Python rounds
 are measured by the same neighbour. Run by scripts/gpu-run.sh (ARENA=).
@@ -104,8 +106,12 @@ def split(out, rounds):
         if not r.get("start_mono_ns"):
             continue
         row = {"way": r["way"], "bytes": r["bytes"]}
-        for key, lo, hi in (("grow", r["start_mono_ns"], r["made_mono_ns"]),
-                            ("free", r["made_mono_ns"], r["freed_mono_ns"])):
+        windows = [("grow", r["start_mono_ns"], r["made_mono_ns"]),
+                   ("free", r["made_mono_ns"], r["freed_mono_ns"])]
+        if r.get("prefaulted_mono_ns"):  # arena.cpp's phased rows: the two phases apart
+            windows += [("prefault", r["start_mono_ns"], r["prefaulted_mono_ns"]),
+                        ("register", r["prefaulted_mono_ns"], r["made_mono_ns"])]
+        for key, lo, hi in windows:
             row[key + "_copy"] = stats(nb["copies"], lo, hi)
             row[key + "_meminfo"] = stats(nb["mem_get_info"], lo, hi)
         print(json.dumps(row))
