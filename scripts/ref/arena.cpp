@@ -55,7 +55,9 @@
 // is one configuration, WAY[:KEY=VALUE]... with keys S (piece: 2M, 1G, ...),
 // R, P, F (threads), huge (0|1), gate (microseconds or off), pf
 // (populate|touch), U (prefault unit; phased, batched and touch: 32M), B
-// (batched's batch) and N (this row's size instead of GIB: 96G), for example
+// (batched's batch), nice (the prefault threads' nice value, 1 to 19: other
+// processes' threads then win the cores) and N (this row's size instead of
+// GIB: 96G), for example
 // pipelined:S=32M:R=2:gate=200. Defaults: S=32M R=2 P=8 F=8 huge=1 gate=200
 // pf=populate. The grids sweep S, R, P, huge and the gate around these, and
 // end with the hostalloc rows (quick's at 8 GiB: they run at ~2 GB/s and
@@ -82,6 +84,8 @@
 #include <mutex>
 #include <string>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <thread>
 #include <time.h>
 #include <unistd.h>
@@ -252,6 +256,7 @@ struct Cfg {
   long gateUs = 200;       // < 0: off
   size_t unit = 0;         // prefault unit (0: the way's default)
   size_t batch = 0;        // batched: bytes prefaulted, then registered, in turn
+  int nice = 0;            // the prefault threads' nice value (0: as the process)
 };
 
 static std::string sizeStr(size_t b) {
@@ -269,6 +274,7 @@ static std::string label(const Cfg& c) {
   if (c.touch) s += ":pf=touch";
   if (c.unit) s += ":U=" + sizeStr(c.unit);
   if (c.batch) s += ":B=" + sizeStr(c.batch);
+  if (c.nice) s += ":nice=" + std::to_string(c.nice);
   return s;
 }
 
@@ -306,6 +312,7 @@ static bool parseCfg(const std::string& spec, Cfg* c) {
     else if (k == "huge") c->huge = v == "1";
     else if (k == "pf") { if (v != "touch" && v != "populate") return false; c->touch = v == "touch"; }
     else if (k == "gate") c->gateUs = v == "off" ? -1 : atol(v.c_str());
+    else if (k == "nice") c->nice = atoi(v.c_str());
     else return false;
   }
   if (c->way == "batched" && (!c->batch || !c->piece || c->batch % c->piece)) return false;  // whole pieces per batch
@@ -314,7 +321,16 @@ static bool parseCfg(const std::string& spec, Cfg* c) {
 
 static bool g_populate = true;  // MADV_POPULATE_WRITE works here
 
+static int g_nice = 0;  // the configuration's nice value for prefault threads
+
 static void fault(char* p, size_t n, bool touch) {
+  // Each prefault thread (a fresh one for every phase) lowers its own
+  // priority once, so that other processes' threads win the cores.
+  static thread_local bool niced = false;
+  if (g_nice && !niced) {
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), g_nice);
+    niced = true;
+  }
   if (!touch && g_populate && madvise(p, n, MADV_POPULATE_WRITE) == 0) return;
   for (size_t o = 0; o < n; o += 4096) reinterpret_cast<volatile char*>(p)[o] = 0;
 }
@@ -351,6 +367,7 @@ struct Result {
 
 static Result measure(const Cfg& c, size_t total) {
   Result res;
+  g_nice = c.nice;
   const size_t n = c.n ? c.n : total;
   const size_t piece = c.piece ? c.piece : n;
   const size_t pieces = (n + piece - 1) / piece;
