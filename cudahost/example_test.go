@@ -83,3 +83,36 @@ func ExampleBackend_Alloc() {
 	}
 	// Output:
 }
+
+// A large arena on a machine shared with other processes that copy with
+// tight latencies (a KV-cache tier beside other inference servers): the
+// Register method on huge pages, as the pool's default backend, but with
+// small prefault groups, so that the other processes' copies wait less
+// while it grows, at some cost in growth rate. Each allocation's buffers
+// are usable as soon as it is pinned; the progress callback can drive a
+// bar. Without a GPU it says so on standard error and returns.
+func ExampleOptions_sharedNode() {
+	b, err := cudahost.New(cudahost.Options{Method: cudahost.Register, HugePages: true, RegisterGroup: 64 << 20})
+	if cuda.IsNoDriver(err) {
+		fmt.Fprintln(os.Stderr, "no GPU: skipped:", err)
+		return
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close() // after the pool's Close
+	p, err := pinpool.New(pinpool.Options{Backend: pinpool.CUDABackend(b)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+
+	// A tier of 32 GiB would be Reserve(2<<20, 16384); this one is 16 MiB.
+	err = p.ReserveContext(context.Background(), 2<<20, 8, func(made, total int64) {
+		_ = made // of total bytes: a progress bar's position
+	})
+	if err != nil {
+		log.Fatal(err) // ErrBudget, or an error naming the driver's refusal
+	}
+	// Output:
+}
