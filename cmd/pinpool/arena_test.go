@@ -15,14 +15,7 @@ func TestArenaHost(t *testing.T) {
 		t.Skip("a GPU is present: the host ways are not the default here")
 	}
 	needLockable(t, 4<<20)
-	out, errOut, code := runCLI(t, "arena", "--sizes", "4MiB", "--ways", "host,pool+host:blocks=2MiB,pool+host", "--json", "--progress", "never")
-	if code != 0 {
-		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("%d JSON lines, want 3:\n%s", len(lines), out)
-	}
+	lines, errOut := arenaJSON(t, 3, "--sizes", "4MiB", "--ways", "host,pool+host:blocks=2MiB,pool+host")
 	for i, want := range []string{"host", "pool+host:blocks=2MiB", "pool+host"} {
 		var r struct {
 			Way   string  `json:"way"`
@@ -86,14 +79,7 @@ func TestArenaGPURegistrations(t *testing.T) {
 	if !hasGPU() {
 		t.Skip("no GPU: the register and hostalloc ways need one")
 	}
-	out, errOut, code := runCLI(t, "arena", "--sizes", "64MiB", "--ways", "register,register:piece=4MiB,hostalloc:alloc=16MiB", "--json", "--progress", "never")
-	if code != 0 {
-		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("%d JSON lines, want 3:\n%s", len(lines), out)
-	}
+	lines, _ := arenaJSON(t, 3, "--sizes", "64MiB", "--ways", "register,register:piece=4MiB,hostalloc:alloc=16MiB")
 	for i, tc := range []struct {
 		way      string
 		min, max int
@@ -114,4 +100,20 @@ func TestArenaGPURegistrations(t *testing.T) {
 			t.Errorf("line %d: %+v, want way %q made in %d to %d calls without error", i, r, tc.way, tc.min, tc.max)
 		}
 	}
+}
+
+// arenaJSON runs `pinpool arena --json --progress never` with args, and
+// returns its want JSON lines and its standard error; it fails t unless
+// the tool exits 0 with that many lines.
+func arenaJSON(t *testing.T, want int, args ...string) (lines []string, stderr string) {
+	t.Helper()
+	out, errOut, code := runCLI(t, append([]string{"arena", "--json", "--progress", "never"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != want {
+		t.Fatalf("%d JSON lines, want %d:\n%s", len(lines), want, out)
+	}
+	return lines, errOut
 }
