@@ -495,7 +495,7 @@ func TestDebugPoison(t *testing.T) {
 		for _, c := range taken {
 			c.Release()
 		}
-		if r == nil {
+		if r == nil && !t.Failed() { // a failed TryGet has reported already
 			t.Fatalf("use after release not detected in %d Gets of the %d idle buffers", len(taken), idle)
 		}
 		t.Logf("detected: %v", r)
