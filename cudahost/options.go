@@ -133,11 +133,11 @@ type Options struct {
 	// The pauses between registrations serve waiters in this process;
 	// another process's copies were served less well, and waited
 	// milliseconds at times while a large group registered, where between
-	// small groups they had the prefault's time. Where other processes on the machine copy with
-	// tight latencies while this one grows, a group of a few pieces
-	// (64 << 20) keeps their waits short at some cost in growth rate
-	// (`pinpool arena`'s register:group= ways, with scripts/ref/torch_pin.py
-	// neighbour running, measure both).
+	// small groups they had the prefault's time. Where other processes on
+	// the machine copy with tight latencies while this one grows, a group
+	// of a few pieces (64 << 20) keeps their waits short at some cost in
+	// growth rate (`pinpool arena`'s register:group= ways, with
+	// scripts/ref/torch_pin.py neighbour running, measure both).
 	RegisterGroup int
 
 	// RegisterPause is the least time the backend leaves the driver's lock
