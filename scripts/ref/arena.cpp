@@ -312,7 +312,12 @@ static bool parseCfg(const std::string& spec, Cfg* c) {
     else if (k == "huge") c->huge = v == "1";
     else if (k == "pf") { if (v != "touch" && v != "populate") return false; c->touch = v == "touch"; }
     else if (k == "gate") c->gateUs = v == "off" ? -1 : atol(v.c_str());
-    else if (k == "nice") c->nice = atoi(v.c_str());
+    else if (k == "nice") {  // 0 to 19, whole: a thread may lower its own priority only
+      char* end;
+      long x = strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || x < 0 || x > 19) return false;
+      c->nice = int(x);
+    }
     else return false;
   }
   if (c->way == "batched" && (!c->batch || !c->piece || c->batch % c->piece)) return false;  // whole pieces per batch
