@@ -270,8 +270,7 @@ func (b *Backend) allocRegister(ctx context.Context, size int, progress func(int
 // prefault keeps units of align bytes whole: the options' pieces,
 // workers and groups.
 func (b *Backend) plan(size, align int) pipeline {
-	pl := plan(size, b.regChunk, b.opt.PrefaultWorkers, b.opt.RegisterWorkers, align)
-	pl.group = max(1, b.opt.RegisterGroup/b.regChunk)
+	pl := plan(size, b.regChunk, b.opt.RegisterGroup/b.regChunk, b.opt.PrefaultWorkers, b.opt.RegisterWorkers, align)
 	pl.fit = func(left int) int { return b.gate.fit(left, pl.minSplit) }
 	return pl
 }

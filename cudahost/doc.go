@@ -22,7 +22,7 @@
 // at most Options.RegisterChunk bytes, each registered in calls sized, at
 // the previous registration's rate, to hold the driver's lock about 0.75 ms
 // (a piece on small pages takes several). Options.PrefaultWorkers goroutines
-// fault the pages of a group of pieces in (Options.RegisterGroup, 4 GiB by
+// fault the pages of a group of pieces in (Options.RegisterGroup, 64 MiB by
 // default), then Options.RegisterWorkers goroutines register the group's
 // pieces, then the next group is prefaulted: prefault and registration take
 // turns, since with both at once other streams' copies waited for

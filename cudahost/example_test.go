@@ -84,15 +84,15 @@ func ExampleBackend_Alloc() {
 	// Output:
 }
 
-// A large arena on a machine shared with other processes that copy with
-// tight latencies (a KV-cache tier beside other inference servers): the
-// Register method on huge pages, as the pool's default backend, but with
-// small prefault groups, so that the other processes' copies wait less
-// while it grows, at some cost in growth rate. Each allocation's buffers
-// are usable as soon as it is pinned; the progress callback can drive a
-// bar. Without a GPU it says so on standard error and returns.
-func ExampleOptions_sharedNode() {
-	b, err := cudahost.New(cudahost.Options{Method: cudahost.Register, HugePages: true, RegisterGroup: 64 << 20})
+// A large arena on a machine that no other process copies on (one server
+// that owns the GPU and the node): the Register method on huge pages, as
+// the pool's default backend, but with prefault groups of 4 GiB, which
+// grow a large arena faster at the cost of other processes' copies
+// waiting milliseconds while it grows. Each allocation's buffers are
+// usable as soon as it is pinned; the progress callback can drive a bar.
+// Without a GPU it says so on standard error and returns.
+func ExampleOptions_dedicatedNode() {
+	b, err := cudahost.New(cudahost.Options{Method: cudahost.Register, HugePages: true, RegisterGroup: 4 << 30})
 	if cuda.IsNoDriver(err) {
 		fmt.Fprintln(os.Stderr, "no GPU: skipped:", err)
 		return

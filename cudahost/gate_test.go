@@ -145,7 +145,7 @@ func TestPipelineFitsCalls(t *testing.T) {
 			mem := make([]byte, 64*mib)
 			f := &fakeFaults{failAt: -1}
 			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: failAt}
-			pl := plan(len(mem), 16*mib, 4, 2, 2*mib)
+			pl := plan(len(mem), 16*mib, 1, 4, 2, 2*mib)
 			var asked []int
 			var mu sync.Mutex
 			pl.fit = func(left int) int {
@@ -256,7 +256,7 @@ func TestPipelineFitOutOfRange(t *testing.T) {
 			mem := make([]byte, size)
 			f := &fakeFaults{failAt: -1}
 			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1}
-			pl := plan(len(mem), 16*mib, 2, 1, 4096)
+			pl := plan(len(mem), 16*mib, 1, 2, 1, 4096)
 			pl.fit = tc.fit
 			g, err := pl.run(context.Background(), f, mem, r.register, nil)
 			if err != nil {

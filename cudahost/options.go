@@ -18,14 +18,16 @@ const DefaultRegisterChunk = 16 << 20
 // DefaultRegisterGroup is the RegisterGroup used when Options.RegisterGroup
 // is zero: a growth prefaults this many bytes, then registers them, then
 // prefaults the next, so that prefault and registration never run at once
-// (with both at once, other streams' copies waited for milliseconds). Each
-// group wakes every prefault worker and waits for the slowest, so small
-// groups leave the cores idle at every turn: groups of a few GiB grew a
-// large arena faster than groups of a few pieces, and the neighbour's
-// copies waited no longer (`pinpool arena`'s register:group= ways beside
-// the default; arena.cpp's phased and batched ways are the same in C++).
-// A smaller group makes the first bytes of a large growth usable sooner.
-const DefaultRegisterGroup = 4 << 30
+// (with both at once, other streams' copies waited for milliseconds). A
+// group holds a few pieces, each prefault worker faulting its share of it
+// in one call. Larger groups grew a large arena faster, but their long runs
+// of prefault made other processes' copies and cuMemGetInfo wait past the
+// bound the registration keeps, where a group's prefault between two
+// registrations did not (`pinpool arena`'s register:group= ways, with
+// scripts/ref/torch_pin.py neighbour running as the other process). A
+// process that has the machine to itself can trade that for rate
+// (ExampleOptions_dedicatedNode).
+const DefaultRegisterGroup = 64 << 20
 
 // DefaultPrefaultWorkers is the most goroutines that prefault a growth
 // when Options.PrefaultWorkers is zero: New uses min(GOMAXPROCS,
@@ -130,14 +132,12 @@ type Options struct {
 	// positive multiple of 4096, and it is rounded up to whole
 	// RegisterChunk pieces.
 	//
-	// The pauses between registrations serve waiters in this process;
-	// another process's copies were served less well, and waited
-	// milliseconds at times while a large group registered, where between
-	// small groups they had the prefault's time. Where other processes on
-	// the machine copy with tight latencies while this one grows, a group
-	// of a few pieces (64 << 20) keeps their waits short at some cost in
-	// growth rate (`pinpool arena`'s register:group= ways, with
-	// scripts/ref/torch_pin.py neighbour running, measure both).
+	// Small groups keep other processes' copies waiting short: a long run
+	// of prefault, which takes no driver lock, still made their copies
+	// wait milliseconds. On a machine no other process copies on, groups
+	// of a few GiB (4 << 30) grow a large arena faster (`pinpool arena`'s
+	// register:group= ways, with scripts/ref/torch_pin.py neighbour
+	// running, measure both).
 	RegisterGroup int
 
 	// RegisterPause is the least time the backend leaves the driver's lock

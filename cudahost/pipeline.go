@@ -34,7 +34,7 @@ type prefaulter interface {
 // pipeline is one growth: its knobs and the work done.
 type pipeline struct {
 	piece    int // bytes per registration call
-	unit     int // bytes per prefault step (divides piece)
+	unit     int // bytes per prefault step (at most a piece)
 	prefault int // prefault goroutines
 	register int // registration goroutines
 	minSplit int // smallest part a refused registration is split into
@@ -48,29 +48,37 @@ type pipeline struct {
 	fit func(left int) int
 }
 
-// plan returns the pipeline for size bytes, in groups of one piece (the
-// caller sets group): each piece is prefaulted in units shared out among
-// all the prefault workers, no smaller than align (a huge page, so that no
-// huge page is faulted by two workers). Units are claimed in address
-// order, so the pieces of a group are ready at the rate of all the
-// workers together.
-func plan(size, piece, prefault, register, align int) pipeline {
+// plan returns the pipeline for size bytes in groups of group pieces
+// (at least one): each group is prefaulted in units shared out among all
+// the prefault workers, one unit per worker where a piece holds a
+// worker's share of the group, no smaller than align (a huge page, so
+// that no huge page is faulted by two workers) and never across a piece.
+// Units are claimed in address order, so the pieces of a group are ready
+// at the rate of all the workers together. A worker faults its share of a
+// group in as few calls as it can: cut into huge pages, the same prefault
+// made another process's copies wait longer, and grew no faster
+// (`pinpool arena`'s register ways, with scripts/ref/torch_pin.py
+// neighbour running as the other process).
+func plan(size, piece, group, prefault, register, align int) pipeline {
 	if prefault <= 0 {
 		prefault = min(runtime.GOMAXPROCS(0), DefaultPrefaultWorkers)
 	}
 	if register <= 0 {
 		register = DefaultRegisterWorkers
 	}
+	group = max(1, group)
 	align = min(align, piece) // a piece smaller than a huge page keeps its size
 	pieces := (size + piece - 1) / piece
-	unit := max(align, (piece/prefault+align-1)/align*align)
+	groupBytes := min(size, piece*min(group, pieces)) // no overflow: group is cut to the pieces
+	share := (groupBytes/prefault + align - 1) / align * align
+	unit := min(piece, max(align, share))
 	return pipeline{
 		piece:    piece,
 		unit:     unit,
 		prefault: max(1, min(prefault, (size+unit-1)/unit)),
 		register: max(1, min(register, pieces)),
 		minSplit: align,
-		group:    1,
+		group:    group,
 	}
 }
 

@@ -112,7 +112,7 @@ func TestPipelineBoundedPieces(t *testing.T) {
 			mem := make([]byte, tc.size)
 			f := &fakeFaults{failAt: -1}
 			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1}
-			pl := plan(tc.size, tc.piece, tc.prefault, tc.register, tc.align)
+			pl := plan(tc.size, tc.piece, 1, tc.prefault, tc.register, tc.align)
 			var seen []int
 			g, err := pl.run(context.Background(), f, mem, r.register, func(n int) { seen = append(seen, n) })
 			if err != nil {
@@ -147,7 +147,7 @@ func TestPipelineSplitsRefusedParts(t *testing.T) {
 	mem := make([]byte, 32*mib)
 	f := &fakeFaults{failAt: -1}
 	r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1, maxLen: 4 * mib}
-	g, err := plan(len(mem), 16*mib, 4, 2, 2*mib).run(context.Background(), f, mem, r.register, nil)
+	g, err := plan(len(mem), 16*mib, 1, 4, 2, 2*mib).run(context.Background(), f, mem, r.register, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestPipelineUndoes(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			calls := 0
-			_, err := plan(len(mem), 8*mib, 4, 2, 2*mib).run(ctx, f, mem, r.register, func(int) {
+			_, err := plan(len(mem), 8*mib, 1, 4, 2, 2*mib).run(ctx, f, mem, r.register, func(int) {
 				if calls++; calls == tc.cancelAfter {
 					cancel()
 				}
@@ -196,25 +196,33 @@ func TestPipelineUndoes(t *testing.T) {
 }
 
 // TestPlanSharesEveryPiece checks that the prefault workers share each
-// piece, not one piece each: the first piece of a growth of many pieces is
-// ready for registration after a fraction of its prefault. Units stay
-// whole huge pages (align), and within a piece.
+// group, not one piece each: the first piece of a growth of many pieces is
+// ready for registration after a fraction of its prefault, and each worker
+// faults its share of a group in one unit where a piece holds it. Units
+// stay whole huge pages (align), and within a piece.
 func TestPlanSharesEveryPiece(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
-		size, piece, prefault, align, unit int
+		size, piece, group, prefault, align, unit, workers int
 	}{
-		{1 << 30, 32 * mib, 8, 2 * mib, 4 * mib},
-		{32 << 30, 32 * mib, 8, 2 * mib, 4 * mib},
-		{1 << 30, 64 * mib, 12, 2 * mib, 6 * mib},
-		{1 << 30, 8 * mib, 16, 2 * mib, 2 * mib}, // not below a huge page
-		{64 * mib, 64 * mib, 3, 2 * mib, 22 * mib},
-		{1 << 30, 32 * mib, 8, 4096, 4 * mib},
-		{9 * mib, 1 * mib, 4, 2 * mib, 1 * mib}, // pieces smaller than a huge page
+		{1 << 30, 32 * mib, 1, 8, 2 * mib, 4 * mib, 8},
+		{32 << 30, 32 * mib, 1, 8, 2 * mib, 4 * mib, 8},
+		{1 << 30, 64 * mib, 1, 12, 2 * mib, 6 * mib, 12},
+		{1 << 30, 8 * mib, 1, 16, 2 * mib, 2 * mib, 16}, // not below a huge page
+		{64 * mib, 64 * mib, 1, 3, 2 * mib, 22 * mib, 3},
+		{1 << 30, 32 * mib, 1, 8, 4096, 4 * mib, 8},
+		{9 * mib, 1 * mib, 1, 4, 2 * mib, 1 * mib, 4}, // pieces smaller than a huge page
+		// Groups: a worker's share of the group, at most a piece.
+		{32 << 30, 16 * mib, 4, 16, 2 * mib, 4 * mib, 16},
+		{32 << 30, 16 * mib, 256, 16, 2 * mib, 16 * mib, 16},
+		{32 << 30, 16 * mib, 5, 16, 2 * mib, 6 * mib, 16},        // 80 MiB in 16 shares of 5 MiB, whole huge pages
+		{8 * mib, 16 * mib, 4, 16, 2 * mib, 2 * mib, 4},          // a group larger than the growth
+		{32 << 30, 16 * mib, 1 << 40, 16, 2 * mib, 16 * mib, 16}, // no overflow
+		{96 << 30, 16 * mib, 4, 1, 2 * mib, 16 * mib, 1},         // one worker: whole pieces
 	} {
-		pl := plan(tc.size, tc.piece, tc.prefault, 2, tc.align)
-		if pl.unit != tc.unit || pl.unit > pl.piece {
-			t.Errorf("plan(%d, %d, %d workers, align %d): units of %d bytes, want %d", tc.size, tc.piece, tc.prefault, tc.align, pl.unit, tc.unit)
+		pl := plan(tc.size, tc.piece, tc.group, tc.prefault, 2, tc.align)
+		if pl.unit != tc.unit || pl.unit > pl.piece || pl.prefault != tc.workers || pl.group != tc.group {
+			t.Errorf("plan(%d, %d, groups of %d, %d workers, align %d): units of %d bytes, %d workers, groups of %d; want %d bytes, %d workers", tc.size, tc.piece, tc.group, tc.prefault, tc.align, pl.unit, pl.prefault, pl.group, tc.unit, tc.workers)
 		}
 	}
 }
@@ -270,10 +278,7 @@ func TestPipelineGroups(t *testing.T) {
 			log := &phaseLog{}
 			f := &fakeFaults{failAt: -1}
 			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1}
-			pl := plan(tc.size, tc.piece, tc.prefault, tc.register, 2*mib)
-			if tc.group > 1 {
-				pl.group = tc.group
-			}
+			pl := plan(tc.size, tc.piece, tc.group, tc.prefault, tc.register, 2*mib)
 			reg := func(b []byte) (part, error) {
 				log.enter(true, 1)
 				defer log.enter(true, -1)
@@ -307,7 +312,7 @@ func TestPipelineGroups(t *testing.T) {
 		mem := make([]byte, 32*mib)
 		f := &fakeFaults{failAt: -1}
 		r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: 20 * mib}
-		pl := plan(len(mem), 4*mib, 4, 2, 2*mib)
+		pl := plan(len(mem), 4*mib, 1, 4, 2, 2*mib)
 		pl.group = 2
 		if _, err := pl.run(context.Background(), f, mem, r.register, nil); !errors.Is(err, cuda.ErrAlreadyRegistered) {
 			t.Fatalf("run: %v, want the registration's error", err)
@@ -337,8 +342,8 @@ func TestBackendPlanDefaults(t *testing.T) {
 	}{
 		{Options{}, DefaultRegisterChunk, DefaultRegisterGroup / DefaultRegisterChunk},
 		{Options{RegisterChunk: 32 << 20, RegisterGroup: 100 << 20}, 32 << 20, 4},
-		{Options{RegisterChunk: 2 << 30}, 2 << 30, DefaultRegisterGroup / (2 << 30)},
-		{Options{RegisterChunk: 2 << 30, RegisterGroup: 4096}, 2 << 30, 1}, // a group of one piece
+		{Options{RegisterChunk: 2 << 30}, 2 << 30, max(1, DefaultRegisterGroup/(2<<30))}, // the group rounded up to one piece
+		{Options{RegisterChunk: 2 << 30, RegisterGroup: 4096}, 2 << 30, 1},               // a group of one piece
 	} {
 		pl := fakeBackend(j, tc.opt).plan(32*gib, hugeAlign)
 		wantPrefault := min(runtime.GOMAXPROCS(0), DefaultPrefaultWorkers)
@@ -369,7 +374,7 @@ func TestPipelineGroupsCancel(t *testing.T) {
 			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			pl := plan(len(mem), 4*mib, 4, 2, 2*mib)
+			pl := plan(len(mem), 4*mib, 1, 4, 2, 2*mib)
 			pl.group = 4
 			var faults sync.Once
 			pf := cancelFaults{f, func(off int) {
