@@ -312,8 +312,7 @@ func TestPipelineGroups(t *testing.T) {
 		mem := make([]byte, 32*mib)
 		f := &fakeFaults{failAt: -1}
 		r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: 20 * mib}
-		pl := plan(len(mem), 4*mib, 1, 4, 2, 2*mib)
-		pl.group = 2
+		pl := plan(len(mem), 4*mib, 2, 4, 2, 2*mib)
 		if _, err := pl.run(context.Background(), f, mem, r.register, nil); !errors.Is(err, cuda.ErrAlreadyRegistered) {
 			t.Fatalf("run: %v, want the registration's error", err)
 		}
@@ -374,8 +373,7 @@ func TestPipelineGroupsCancel(t *testing.T) {
 			r := &fakeRegistrar{t: t, mem: mem, faults: f, failAt: -1}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			pl := plan(len(mem), 4*mib, 1, 4, 2, 2*mib)
-			pl.group = 4
+			pl := plan(len(mem), 4*mib, 4, 4, 2, 2*mib)
 			var faults sync.Once
 			pf := cancelFaults{f, func(off int) {
 				if tc.inPrefault && off >= 16*mib {
