@@ -68,9 +68,10 @@
 // With ARENA_JSON=FILE every row is also appended to FILE as one JSON line
 // with its CLOCK_MONOTONIC stamps (start_mono_ns, made_mono_ns,
 // freed_mono_ns, and for phased prefaulted_mono_ns, the end of its
-// prefault), so that scripts/ref/torch_pin.py split sets a second process's
-// waits beside each row, and for phased beside its prefault and its
-// registration apart.
+// prefault), the free's time (close_ns) and the neighbour thread's copies
+// during the reserve (neighbour: p50_ns, p99_ns, max_ns), so that
+// scripts/ref/torch_pin.py split sets a second process's waits beside each
+// row, and for phased beside its prefault and its registration apart.
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -651,6 +652,11 @@ int main(int argc, char** argv) {
         fprintf(f, "{\"way\":\"arena.cpp:%s\",\"bytes\":%zu,\"gb_per_s\":%.3f,\"start_mono_ns\":%lld,\"made_mono_ns\":%lld,\"freed_mono_ns\":%lld",
                 name.c_str(), n, r.gbps, (long long)r.start, (long long)r.made, (long long)r.freed);
         if (r.prefaulted) fprintf(f, ",\"prefaulted_mono_ns\":%lld", (long long)r.prefaulted);
+        fprintf(f, ",\"close_ns\":%lld", (long long)(r.freeS * 1e9));
+        if (r.nbReserve.n > 0)
+          fprintf(f, ",\"neighbour\":{\"count\":%zu,\"p50_ns\":%lld,\"p99_ns\":%lld,\"max_ns\":%lld}", r.nbReserve.n,
+                  (long long)(r.nbReserve.p50 * 1e6), (long long)(r.nbReserve.p99 * 1e6), (long long)(r.nbReserve.max * 1e6));
+        if (!r.err.empty()) fprintf(f, ",\"error\":\"%s\"", r.err.c_str());
         fprintf(f, "}\n");
         fclose(f);
       }
