@@ -6,8 +6,9 @@
 //
 // Each way moves every frame on the calling thread (and the helpers it
 // wakes) after sleeping until the frame's deadline:
-//   - driver: cuMemcpyHtoD / cuMemcpyDtoH of the pageable frame, the
-//     baseline every ratio is taken against;
+//   - driver: cuMemcpyHtoD / cuMemcpyDtoH of the pageable frame (up, then
+//     a wait for the legacy stream it ran on, as BenchmarkPacedFrames'
+//     driver way does), the baseline every ratio is taken against;
 //   - alone: the caller alone stages the frame through pinned memory in
 //     chunks: up, it copies a chunk in and queues its DMA at once, so that
 //     its copy of the next chunk overlaps the DMA of the last; down, it
@@ -111,6 +112,7 @@ static struct {
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
   CUresult (*cuStreamCreate)(CUstream*, unsigned);
+  CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuEventCreate)(CUevent*, unsigned);
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventQuery)(CUevent);
@@ -147,6 +149,7 @@ static void loadDriver() {
       {(void**)&cu.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
       {(void**)&cu.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
       {(void**)&cu.cuStreamCreate, "cuStreamCreate"},
+      {(void**)&cu.cuStreamSynchronize, "cuStreamSynchronize"},
       {(void**)&cu.cuEventCreate, "cuEventCreate"},
       {(void**)&cu.cuEventRecord, "cuEventRecord"},
       {(void**)&cu.cuEventQuery, "cuEventQuery"},
@@ -453,8 +456,17 @@ struct Stats {
 
 static void frame(const Way& w, Dir dir, char* host, char* staging, CUdeviceptr dev, Stats* st) {
   if (w.kind == DRIVER) {
-    if (dir == UP) CK(cu.cuMemcpyHtoD(dev, host, frameBytes));
-    else CK(cu.cuMemcpyDtoH(host, dev, frameBytes));
+    // Up, cuMemcpyHtoD of pageable memory returns once the frame is
+    // staged, before its last DMA has landed; the baseline waits for the
+    // stream it ran on (the legacy default stream, handle 0), as the Go
+    // engine's baseline (cuda.Context.CopyHtoD) and every staged way here
+    // do, so that each way's time ends with the frame on the device.
+    if (dir == UP) {
+      CK(cu.cuMemcpyHtoD(dev, host, frameBytes));
+      CK(cu.cuStreamSynchronize(nullptr));
+    } else {
+      CK(cu.cuMemcpyDtoH(host, dev, frameBytes));
+    }
     return;
   }
   staged(w, dir, host, staging, dev);
