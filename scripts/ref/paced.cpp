@@ -49,8 +49,9 @@
 // of it the time in the kernel, the ratios to the driver's way in the same
 // run (x-speed: the driver's mean wall time over the way's; x-cpu: the way's
 // CPU time over the driver's), and, for helpers, how long after the caller
-// posted the frame they joined and the share of the stripes they copied.
-// Before each run, the process's CPU time at rest over one period. The
+// posted the frame they joined and the share of the stripes they copied,
+// and the time per frame spent in the driver's calls that queue the chunks'
+// copies (issue-us; down with their events' records). Before each run, the process's CPU time at rest over one period. The
 // summary names, per rate and direction, the fastest way within 1.25x the
 // driver's CPU time (goal 5's bound) and the fastest overall.
 //
@@ -274,6 +275,9 @@ struct Job {
   std::atomic<int> left[maxChunks], recorded[maxChunks], landed[maxChunks], polling[maxChunks];
   std::atomic<int64_t> joinNs{0};
   std::atomic<int> joins{0}, helperStripes{0};
+  // issueNs is the time spent in the driver's calls that queue the chunks'
+  // copies (and, down, record their events), summed over the threads.
+  std::atomic<int64_t> issueNs{0};
 };
 
 struct Helper {
@@ -320,7 +324,9 @@ static void work(Job* j, bool helper) {
       (j->stream ? copyStream : copyCached)(j->staging + lo, j->host + lo, hi - lo);
       if (j->left[k].fetch_sub(1) == 1) {
         size_t clo = k * j->chunk, chi = std::min(clo + j->chunk, j->n);
+        int64_t t0 = nowNs();
         CK(cu.cuMemcpyHtoDAsync(j->dev + clo, j->staging + clo, chi - clo, stream));
+        j->issueNs.fetch_add(nowNs() - t0);
         j->issued.fetch_add(1);
       }
     } else {
@@ -415,7 +421,7 @@ static void staged(const Way& w, Dir dir, char* host, char* staging, CUdeviceptr
   j->stream = w.stream;
   j->spinAfter = w.mode == SPIN ? spinAfterNs : 0;
   j->next = 0; j->issued = 0; j->closed = 0;
-  j->joinNs = 0; j->joins = 0; j->helperStripes = 0;
+  j->joinNs = 0; j->joins = 0; j->helperStripes = 0; j->issueNs = 0;
   for (int k = 0; k < j->chunks; k++) {
     size_t lo = k * w.chunk, hi = std::min(lo + w.chunk, frameBytes);
     j->left[k] = int((hi - lo + j->stripe - 1) / j->stripe);
@@ -426,8 +432,10 @@ static void staged(const Way& w, Dir dir, char* host, char* staging, CUdeviceptr
   if (dir == DOWN) {
     for (int k = 0; k < j->chunks; k++) {
       size_t lo = k * w.chunk, hi = std::min(lo + w.chunk, frameBytes);
+      int64_t t0 = nowNs();
       CK(cu.cuMemcpyDtoHAsync(staging + lo, dev + lo, hi - lo, stream));
       CK(cu.cuEventRecord(chunkEv[k], stream));
+      j->issueNs.fetch_add(nowNs() - t0);
       j->recorded[k].store(1, std::memory_order_release);
     }
   }
@@ -450,7 +458,7 @@ struct Stats {
   std::vector<double> wall;  // us
   double cpu = 0, sys = 0;   // us, over all frames
   int slots = 0;
-  double joinNs = 0;
+  double joinNs = 0, issueNs = 0;
   long joins = 0, helperStripes = 0, stripes = 0;
 };
 
@@ -473,6 +481,7 @@ static void frame(const Way& w, Dir dir, char* host, char* staging, CUdeviceptr 
   if (st) {
     Job* j = &jobs[(jobNext - 1) % 64];
     st->joinNs += j->joinNs.load();
+    st->issueNs += j->issueNs.load();
     st->joins += j->joins.load();
     st->helperStripes += j->helperStripes.load();
     st->stripes += j->stripes;
@@ -505,7 +514,7 @@ static double pct(std::vector<double> v, double p) {
 
 struct Result {
   std::string way;
-  double mean, p50, p99, cpu, sys, xspeed, xcpu, join, share;
+  double mean, p50, p99, cpu, sys, xspeed, xcpu, join, share, issue;
 };
 
 // run streams count frames per way at fps, the ways taking turns, one
@@ -580,8 +589,8 @@ static std::vector<Result> run(const std::vector<Way>& ways, Dir dir, int fps, i
   }
   printf("\nfps=%d %s: %d frames a way, %zu ways taking turns; CPU at rest %.1f us a period (%.4f of a core)\n", fps, dn, perWay,
          ways.size(), rest * period * 1e-3, rest);
-  printf("%-37s %8s %8s %8s %6s %9s %8s %8s %6s %8s %6s\n", "way", "mean-us", "p50-us", "p99-us", "GB/s", "cpu-us", "sys-us",
-         "x-speed", "x-cpu", "join-us", "share");
+  printf("%-37s %8s %8s %8s %6s %9s %8s %8s %6s %8s %6s %8s\n", "way", "mean-us", "p50-us", "p99-us", "GB/s", "cpu-us", "sys-us",
+         "x-speed", "x-cpu", "join-us", "share", "issue-us");
   std::vector<Result> rows;
   for (size_t k = 0; k < ways.size(); k++) {
     Stats& s = st[k];
@@ -589,14 +598,15 @@ static std::vector<Result> run(const std::vector<Way>& ways, Dir dir, int fps, i
     for (double x : s.wall) mean += x;
     mean /= s.wall.size();
     Result r{ways[k].name(), mean, pct(s.wall, 0.5), pct(s.wall, 0.99), s.cpu / s.slots, s.sys / s.slots, 0, 0,
-             s.joins ? s.joinNs / s.joins * 1e-3 : 0, s.stripes ? double(s.helperStripes) / s.stripes : 0};
+             s.joins ? s.joinNs / s.joins * 1e-3 : 0, s.stripes ? double(s.helperStripes) / s.stripes : 0,
+             s.issueNs / s.wall.size() * 1e-3};
     rows.push_back(r);
   }
   for (auto& r : rows) {
     r.xspeed = rows[0].mean / r.mean;
     r.xcpu = r.cpu / rows[0].cpu;
-    printf("%-37s %8.1f %8.1f %8.1f %6.2f %9.1f %8.1f %8.2f %6.2f %8.1f %6.2f\n", r.way.c_str(), r.mean, r.p50, r.p99,
-           frameBytes / r.mean * 1e-3, r.cpu, r.sys, r.xspeed, r.xcpu, r.join, r.share);
+    printf("%-37s %8.1f %8.1f %8.1f %6.2f %9.1f %8.1f %8.2f %6.2f %8.1f %6.2f %8.1f\n", r.way.c_str(), r.mean, r.p50, r.p99,
+           frameBytes / r.mean * 1e-3, r.cpu, r.sys, r.xspeed, r.xcpu, r.join, r.share, r.issue);
   }
   fflush(stdout);
   return rows;
