@@ -618,16 +618,15 @@ static std::vector<Cfg> grid(const std::string& name) {
   if (name == "quick" || name == "hostallocs") hostalloc(8 * G);
   if (name == "frontier") {
     // The configurations at the bound: the memory warmed first, then
-    // batches of 1 GiB (pinpool's defaults), smaller pieces, the whole
+    // cudahost's default design (64 MiB batches of 4 MiB prefault units,
+    // 16 MiB pieces, two registration threads, a 100 us gate), the whole
     // arena as one batch, and the pipelined way beside them.
     Cfg w;
     w.way = "touch", w.pre = 16, w.n = std::min(64 * G, availBytes() / 2 / (2 * M) * (2 * M));
     v.push_back(w);
-    for (size_t s : {32 * M, 16 * M}) {
-      add("batched", s, 1, 16, true, 200);
-      v.back().batch = G;
-    }
-    add("phased", 32 * M, 1, 16, true, 200);
+    add("batched", 16 * M, 2, 16, true, 100);
+    v.back().batch = 64 * M, v.back().unit = 4 * M;
+    add("phased", 16 * M, 1, 16, true, 100);
     add("pipelined", 32 * M, 2, 8, true, 200);
     v.back().unit = 4 * M;
   }
