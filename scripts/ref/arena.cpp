@@ -333,8 +333,9 @@ static bool g_populate = true;  // MADV_POPULATE_WRITE works here
 static int g_nice = 0;  // the configuration's nice value for prefault threads
 
 static void fault(char* p, size_t n, bool touch) {
-  // Each prefault thread (a fresh one for every phase) lowers its own
-  // priority once, so that other processes' threads win the cores.
+  // Each prefault thread (made for one configuration, or for one call of
+  // runThreads) lowers its own priority once, so that other processes'
+  // threads win the cores.
   static thread_local bool niced = false;
   if (g_nice && !niced) {
     setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), g_nice);
@@ -342,18 +343,6 @@ static void fault(char* p, size_t n, bool touch) {
   }
   if (!touch && g_populate && madvise(p, n, MADV_POPULATE_WRITE) == 0) return;
   for (size_t o = 0; o < n; o += 4096) reinterpret_cast<volatile char*>(p)[o] = 0;
-}
-
-// runThreads runs f(i) for i in [0, n) on k threads, each with the context current.
-template <class F> static void runThreads(int k, size_t n, F f) {
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> ts;
-  for (int t = 0; t < k; t++)
-    ts.emplace_back([&] {
-      CK(cu.CtxSetCurrent(g_ctx));
-      for (size_t i; (i = next.fetch_add(1)) < n;) f(i);
-    });
-  for (auto& t : ts) t.join();
 }
 
 // Crew is k standing threads, each with the context current, that run
@@ -410,6 +399,10 @@ class Crew {
   uint64_t gen_ = 0;
   bool quit_ = false;
 };
+
+// runThreads runs f(i) for i in [0, n) on k fresh threads (a crew of its
+// own), each with the context current.
+static void runThreads(int k, size_t n, const std::function<void(size_t)>& f) { Crew(k).run(n, f); }
 
 static long anonHugeKiB() {
   FILE* f = fopen("/proc/self/smaps_rollup", "r");

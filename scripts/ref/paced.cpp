@@ -51,9 +51,10 @@
 // CPU time over the driver's), and, for helpers, how long after the caller
 // posted the frame they joined and the share of the stripes they copied,
 // and the time per frame spent in the driver's calls that queue the chunks'
-// copies (issue-us; down with their events' records). Before each run, the process's CPU time at rest over one period. The
-// summary names, per rate and direction, the fastest way within 1.25x the
-// driver's CPU time (goal 5's bound) and the fastest overall.
+// copies (issue-us; down with their events' records). Before each run, the
+// process's CPU time at rest over one period. The summary names, per rate
+// and direction, the fastest way within 1.25x the driver's CPU time (goal
+// 5's bound) and the fastest overall.
 //
 // It needs no CUDA headers: it declares the driver calls it uses and loads
 // libcuda.so.1 at run time; without a driver or GPU it says so and exits 1.
