@@ -58,8 +58,8 @@ var frameWays = []frameWay{
 // copy, the default copier, copiers whose frames that find the lanes asleep take 2 to 6 lanes
 // both ways, or all of them (tuning.coldLanes), so that one run on the GPU host picks the default
 // for each direction, and one that asks the driver whether every frame is pinned
-// (tuning.pageableFor zero).
-var pacedWays = []frameWay{
+// (tuning.pageableFor zero); then the Go references (goRefWays).
+var pacedWays = append([]frameWay{
 	{name: "driver"},
 	{name: "copier=default", copier: tunedFrameCopier(Options{}, nil)},
 	{name: "copier=cold-2", copier: coldLanesCopier(2)},
@@ -69,7 +69,7 @@ var pacedWays = []frameWay{
 	{name: "copier=cold-6", copier: coldLanesCopier(6)},
 	{name: "copier=cold-all", copier: coldLanesCopier(0)},
 	{name: "copier=ask-always", copier: tunedFrameCopier(Options{}, func(t *tuning) { t.pageableFor = 0 })},
-}
+}, goRefWays...)
 
 // coldLanesCopier makes a prewarmed copier of the default tuning but for coldLanes, n both ways
 // (zero: all lanes).

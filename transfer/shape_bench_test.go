@@ -126,18 +126,25 @@ func BenchmarkStagedSizes(b *testing.B) {
 }
 
 // frameWay is a way BenchmarkFrameStream and BenchmarkPacedFrames move a
-// frame: the driver's copy of pageable memory when copier is nil, else the
-// copier it makes (frameWays and pacedWays, defined beside the engine, list
-// them).
+// frame: the copier it makes, or a reference's mover (goRefWays), or, when
+// both are nil, the driver's copy of pageable memory (frameWays and
+// pacedWays, defined beside the engine, list them).
 type frameWay struct {
 	name   string
 	copier func(tb testing.TB, g *gpu) *Copier
+	mover  func(tb testing.TB, g *gpu) func(d Direction, host []byte, dev cuda.DevicePtr) error
 }
+
+// isDriver reports whether w is the driver's copy.
+func (w frameWay) isDriver() bool { return w.copier == nil && w.mover == nil }
 
 // frameMover returns the function that moves a frame the way w, in the
 // direction it is given; one copier serves both directions.
 func frameMover(b *testing.B, g *gpu, w frameWay) func(d Direction, host []byte, dev cuda.DevicePtr) error {
 	ctx := context.Background()
+	if w.mover != nil {
+		return w.mover(b, g)
+	}
 	if w.copier == nil {
 		return func(d Direction, host []byte, dev cuda.DevicePtr) error {
 			if d == HostToDevice {
@@ -457,13 +464,13 @@ func pickPacedWays(expr string) ([]frameWay, error) {
 	}
 	var ways []frameWay
 	for _, w := range pacedWays {
-		if w.copier == nil {
+		if w.isDriver() {
 			ways = append([]frameWay{w}, ways...)
 		} else if re.MatchString(w.name) {
 			ways = append(ways, w)
 		}
 	}
-	if len(ways) == 0 || ways[0].copier != nil {
+	if len(ways) == 0 || !ways[0].isDriver() {
 		return nil, fmt.Errorf("pacedWays has no driver's way")
 	}
 	return ways, nil
