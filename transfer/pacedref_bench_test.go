@@ -30,15 +30,14 @@ var goRefWays = []frameWay{
 // ways do. A helper that wakes after the caller has finished finds the frame closed and does
 // nothing, as in the C.
 type goRef struct {
-	ctx      *cuda.Context
-	s        *cuda.Stream
-	staging  []byte
-	chunkEv  []*cuda.Event
-	endEv    *cuda.Event
-	helpers  []chan *goRefJob
-	chunk    int
-	stripe   int // 0: the chunk shared out among the threads, 64 KiB at least (paced.cpp's rule)
-	stopOnce sync.Once
+	ctx     *cuda.Context
+	s       *cuda.Stream
+	staging []byte
+	chunkEv []*cuda.Event
+	endEv   *cuda.Event
+	helpers []chan *goRefJob
+	chunk   int
+	stripe  int // 0: the chunk shared out among the threads, 64 KiB at least (paced.cpp's rule)
 }
 
 // goRefJob is one frame's copy, shared by the caller and the helpers it sends it to.
