@@ -21,11 +21,10 @@ func (c *Copier) wait(ev event, d Direction, path Path, off, n int) error {
 	return nil
 }
 
-// copyOut copies device-to-host bytes from staging into the destination: with streaming stores when
-// stream (no other transfer stages device to host), which need not read the destination's lines
-// first; with many downloads at once they were slower than the runtime's copy (BenchmarkFrameStream
-// with 10 goroutines). Uploads beside it do not count: a cached copy-out beside them made both ways
-// at once slower (BenchmarkBothWays).
+// copyOut copies device-to-host bytes from staging into the destination: with streaming stores,
+// which need not read the destination's lines first, when stream (no other download stages at
+// once: with many they were slower than the runtime's copy, BenchmarkFrameStream with 10
+// goroutines; uploads beside do not count, a cached copy-out made both ways slower, BenchmarkBothWays).
 func copyOut(dst, src []byte, stream bool) {
 	if stream {
 		streamBytes(dst, src)
@@ -34,8 +33,7 @@ func copyOut(dst, src []byte, stream bool) {
 	copy(dst, src)
 }
 
-// cachedStep is the largest single memmove of a cached copy: the Go runtime's memmove on amd64
-// switches to non-temporal stores at 1 MiB.
+// cachedStep is a cached copy's largest memmove: the runtime's memmove (amd64) streams from 1 MiB.
 const cachedStep = 512 << 10
 
 // copyBytes copies src into dst (of equal length); cached keeps the destination in the CPU caches,

@@ -12,16 +12,9 @@ import (
 // Waking a sleeping lane costs a thread wake-up, a large part of a small transfer's time; a
 // spinning one joins at once but burns its processor. So a lane spins for Options.LaneSpin before
 // it sleeps, but only after a transfer that came within LaneSpin of the one before (the gap rule):
-// back-to-back transfers keep the lanes awake, a paced stream pays no spin.
-//
-// Sleeping lanes join in turn, not together: the runtime wakes one idle thread at a time, and each
-// thread that finds a lane to run wakes the next; and the lane readied last waits in its waker's
-// next-to-run slot, which another thread takes only after a short sleep unless the waker is in a
-// system call. A paced stream's frame therefore meets its second lane two wake-ups in, where a C
-// program's helpers, each asleep on a futex of its own, wake together. Lanes asleep in raw futexes
-// hold their processors in a system call and cost more CPU than they save; readying a goroutine
-// after the lanes (so that none is left in that slot), or having an upload's caller yield its
-// processor to its last lane, saved less than a second mechanism's margin (BenchmarkPacedFrames).
+// back-to-back transfers keep the lanes awake, a paced stream pays no spin. Sleeping lanes join a
+// wake-up apart (the runtime wakes idle threads in a chain); lanes on raw futexes, a goroutine
+// readied after them, or a caller yielding to them saved too little (BenchmarkPacedFrames).
 
 // standingLanes are Lanes-1 goroutines that join staged transfers of one direction; each direction
 // has its own set (Copier.lanes), so that a transfer neither waits for lanes busy the other way nor
