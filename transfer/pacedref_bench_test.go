@@ -1,11 +1,13 @@
 package transfer
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/pinpool/pinpool"
 	"github.com/pinpool/pinpool/cuda"
 )
 
@@ -20,21 +22,20 @@ var goRefWays = []frameWay{
 }
 
 // goRef moves a frame as paced.cpp's "sleep T chunk=1024K stream" way does, in plain Go: one
-// stream, one pinned staging buffer (cuMemHostAlloc), a frame cut into 1 MiB chunks and the chunks
-// into stripes, which the caller and T helper goroutines claim in order. Each helper is asleep on a
-// channel of its own between frames, and the caller sends it each frame. Up, the thread that copies
-// a chunk's last stripe in queues the chunk's copy; the caller then waits for the helpers that
-// joined, and polls an event after the last copy. Down, the caller queues every chunk's copy with
-// an event after it, and whichever thread needs a chunk polls its event before it copies the chunk
-// out. Copies into and out of staging use non-temporal stores (streamBytes), as the C's "stream"
-// ways do. A helper that wakes after the caller has finished finds the frame closed and does
-// nothing, as in the C.
+// stream, one pinned staging buffer, a frame cut into 1 MiB chunks and the chunks into stripes,
+// which the caller and T helper goroutines claim in order. Each helper is asleep on a channel of
+// its own between frames, and the caller sends it each frame. Up, the thread that copies a chunk's
+// last stripe in queues the chunk's copy; the caller then waits for the helpers that joined, and
+// polls an event after the last copy. Down, the caller queues every chunk's copy with an event
+// after it, and whichever thread needs a chunk polls its event before it copies the chunk out.
+// Copies into and out of staging use non-temporal stores (streamBytes), as the C's "stream" ways
+// do. A helper that wakes after the caller has finished finds the frame closed and does nothing, as
+// in the C. It runs over the package's device, so that TestGoRef checks it on the fake one.
 type goRef struct {
-	ctx     *cuda.Context
-	s       *cuda.Stream
+	s       stream
 	staging []byte
-	chunkEv []*cuda.Event
-	endEv   *cuda.Event
+	chunkEv []event
+	endEv   event
 	helpers []chan *goRefJob
 	chunk   int
 	stripe  int // 0: the chunk shared out among the threads, 64 KiB at least (paced.cpp's rule)
@@ -56,63 +57,71 @@ type goRefJob struct {
 	r                           *goRef
 }
 
-const goRefChunk = 1 << 20
+const (
+	goRefChunk   = 1 << 20
+	goRefStaging = 4 << 20 // the most a frame may hold
+)
 
-// goRefMover makes a goRef of helpers helpers and the given stripe, freed when tb ends, and
-// returns its frame mover.
+// goRefMover makes a goRef of helpers helpers and the given stripe on the GPU, freed when tb
+// ends, and returns its frame mover.
 func goRefMover(helpers, stripe int) func(testing.TB, *gpu) func(Direction, []byte, cuda.DevicePtr) error {
 	return func(tb testing.TB, g *gpu) func(Direction, []byte, cuda.DevicePtr) error {
-		tb.Helper()
-		r := &goRef{ctx: g.ctx, chunk: goRefChunk, stripe: stripe}
-		var err error
-		if r.s, err = g.ctx.NewStream(cuda.StreamNonBlocking); err != nil {
-			tb.Fatal(err)
-		}
-		hm, err := g.ctx.HostAlloc(4<<20, 0)
+		return newGoRef(tb, cudaDevice{g.ctx}, g.pool, helpers, stripe).move
+	}
+}
+
+// newGoRef makes a goRef over dev, its staging from pool, with helpers helpers and the given
+// stripe; tb's cleanup stops the helpers and frees what it holds.
+func newGoRef(tb testing.TB, dev device, pool *pinpool.Pool, helpers, stripe int) *goRef {
+	tb.Helper()
+	r := &goRef{chunk: goRefChunk, stripe: stripe}
+	var err error
+	if r.s, err = dev.newStream(); err != nil {
+		tb.Fatal(err)
+	}
+	buf, err := pool.Get(context.Background(), goRefStaging)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.staging = buf.Bytes()
+	for range goRefStaging / r.chunk {
+		e, err := dev.newEvent()
 		if err != nil {
 			tb.Fatal(err)
 		}
-		r.staging = hm.Bytes()
-		chunks := (frameBytes + r.chunk - 1) / r.chunk
-		for range chunks {
-			e, err := g.ctx.NewEvent(cuda.EventDisableTiming)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			r.chunkEv = append(r.chunkEv, e)
-		}
-		if r.endEv, err = g.ctx.NewEvent(cuda.EventDisableTiming); err != nil {
-			tb.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		for range helpers {
-			ch := make(chan *goRefJob, 1)
-			r.helpers = append(r.helpers, ch)
-			wg.Go(func() {
-				for j := range ch {
-					j.in.Add(1)
-					if !j.closed.Load() {
-						j.work()
-					}
-					j.in.Add(-1)
-				}
-			})
-		}
-		tb.Cleanup(func() {
-			for _, ch := range r.helpers {
-				close(ch)
-			}
-			wg.Wait()
-			r.s.Synchronize()
-			for _, e := range r.chunkEv {
-				e.Destroy()
-			}
-			r.endEv.Destroy()
-			r.s.Destroy()
-			hm.Free()
-		})
-		return r.move
+		r.chunkEv = append(r.chunkEv, e)
 	}
+	if r.endEv, err = dev.newEvent(); err != nil {
+		tb.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range helpers {
+		ch := make(chan *goRefJob, 1)
+		r.helpers = append(r.helpers, ch)
+		wg.Go(func() {
+			for j := range ch {
+				j.in.Add(1)
+				if !j.closed.Load() {
+					j.work()
+				}
+				j.in.Add(-1)
+			}
+		})
+	}
+	tb.Cleanup(func() {
+		for _, ch := range r.helpers {
+			close(ch)
+		}
+		wg.Wait()
+		r.s.synchronize()
+		for _, e := range r.chunkEv {
+			e.destroy()
+		}
+		r.endEv.destroy()
+		r.s.destroy()
+		buf.Release()
+	})
+	return r
 }
 
 // move copies one frame (of at most the staging's length) in direction d.
@@ -149,11 +158,11 @@ func (r *goRef) move(d Direction, host []byte, dev cuda.DevicePtr) error {
 	if d == DeviceToHost {
 		for k := range j.chunks {
 			lo, hi := k*r.chunk, min((k+1)*r.chunk, n)
-			if err := r.s.CopyDtoHAsync(j.staging[lo:hi], dev+cuda.DevicePtr(lo)); err != nil {
+			if err := r.s.copyDtoHAsync(j.staging[lo:hi], dev+cuda.DevicePtr(lo)); err != nil {
 				j.fail(err)
 				break
 			}
-			if err := r.chunkEv[k].Record(r.s); err != nil {
+			if err := r.s.record(r.chunkEv[k]); err != nil {
 				j.fail(err)
 				break
 			}
@@ -166,14 +175,14 @@ func (r *goRef) move(d Direction, host []byte, dev cuda.DevicePtr) error {
 		cpuRelax()
 	}
 	if err := j.firstErr(); err != nil {
-		r.s.Synchronize()
+		r.s.synchronize()
 		return err
 	}
 	if d == HostToDevice {
 		if got := int(j.issued.Load()); got != j.chunks {
 			return fmt.Errorf("goRef: %d of %d chunks issued", got, j.chunks)
 		}
-		if err := r.endEv.Record(r.s); err != nil {
+		if err := r.s.record(r.endEv); err != nil {
 			return err
 		}
 		return pollDone(r.endEv)
@@ -195,7 +204,7 @@ func (j *goRefJob) work() {
 			streamBytes(j.staging[lo:hi], j.host[lo:hi])
 			if j.left[k].Add(-1) == 0 {
 				clo, chi := k*j.chunk, min((k+1)*j.chunk, len(j.host))
-				if err := j.r.s.CopyHtoDAsync(j.dev+cuda.DevicePtr(clo), j.staging[clo:chi]); err != nil {
+				if err := j.r.s.copyHtoDAsync(j.dev+cuda.DevicePtr(clo), j.staging[clo:chi]); err != nil {
 					j.fail(err)
 					return
 				}
@@ -245,7 +254,7 @@ func (j *goRefJob) firstErr() error {
 }
 
 // pollDone spins on e until it completes, as paced.cpp's pollEvent does.
-func pollDone(e *cuda.Event) error {
+func pollDone(e event) error {
 	for {
 		done, err := e.Done()
 		if err != nil || done {
