@@ -272,9 +272,47 @@ func FuzzStreamWriter(f *testing.F) {
 // here: the copier reads on from where it ended.
 type scriptedReaderAt struct {
 	data, script []byte
-	mu           sync.Mutex
-	ends         []error // the classes of the calls that were not honest
-	badAt        int64   // the least offset whose byte a call did not give honestly (len(data): none)
+	dishonesty
+}
+
+// dishonesty is what the calls of a scripted ReaderAt or WriterAt that were not honest did, noted
+// from several lanes at once.
+type dishonesty struct {
+	mu    sync.Mutex
+	ends  []error // the classes of the calls that were not honest
+	badAt int64   // the least offset of a byte a call did not give or take honestly (the range's end: none)
+}
+
+// note records a dishonest call of class end whose first byte not given or taken honestly is at.
+func (d *dishonesty) note(at int64, end error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.badAt = min(d.badAt, at)
+	d.ends = append(d.ends, end)
+}
+
+// check fails t unless a transfer of n bytes from offset off that returned got and err kept to the
+// calls: got ends no later than the first byte not given or taken honestly, and err wraps the class
+// of one of the dishonest calls (none: no error and all n bytes).
+func (d *dishonesty) check(t *testing.T, got, off int64, n int, err error) {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if got < 0 || got > d.badAt-off {
+		t.Fatalf("%d bytes reported, the first byte not moved honestly at %d of [%d, %d) (%v)", got, d.badAt, off, off+int64(n), err)
+	}
+	if len(d.ends) == 0 {
+		if err != nil || got != int64(n) {
+			t.Fatalf("honest calls, %d bytes: %d bytes, %v", n, got, err)
+		}
+		return
+	}
+	for _, end := range d.ends {
+		if errors.Is(err, end) {
+			return
+		}
+	}
+	t.Fatalf("calls ended by %v: %v", d.ends, err)
 }
 
 func (r *scriptedReaderAt) ReadAt(b []byte, off int64) (int, error) {
@@ -309,10 +347,7 @@ func (r *scriptedReaderAt) ReadAt(b []byte, off int64) (int, error) {
 	copy(b, want[:honest])
 	if end != nil { // the rest of b must not be moved: make it tell
 		garble(b[honest:], want[honest:])
-		r.mu.Lock()
-		r.badAt = min(r.badAt, off+int64(honest))
-		r.ends = append(r.ends, end)
-		r.mu.Unlock()
+		r.note(off+int64(honest), end)
 	}
 	if act == actPanic {
 		panic("scripted panic")
@@ -340,18 +375,9 @@ func FuzzFileReaderAt(f *testing.F) {
 		off := int64(offset) % fuzzMaxBytes
 		n := 1 + int(size)%fuzzMaxBytes
 		g.reset()
-		src := &scriptedReaderAt{data: file[:off+int64(n)], script: script, badAt: off + int64(n)}
+		src := &scriptedReaderAt{data: file[:off+int64(n)], script: script, dishonesty: dishonesty{badAt: off + int64(n)}}
 		got, err := e.c.ToDeviceFromFile(context.Background(), g.dst, src, off, int64(n))
-		if got < 0 || got > src.badAt-off {
-			t.Fatalf("%d bytes reported, the first byte not given honestly at %d of [%d, %d) (%v)", got, src.badAt, off, off+int64(n), err)
-		}
-		if len(src.ends) == 0 {
-			if err != nil || got != int64(n) {
-				t.Fatalf("an honest ReaderAt of %d bytes: %d bytes, %v", n, got, err)
-			}
-		} else if !isAny(err, src.ends) {
-			t.Fatalf("calls ended by %v: %v", src.ends, err)
-		}
+		src.check(t, got, off, n, err)
 		data := file[off : off+int64(n)]
 		g.checkUpTo(t, data[:got], false)
 		dev := r.get(g.dst, n)
@@ -362,16 +388,6 @@ func FuzzFileReaderAt(f *testing.F) {
 		}
 		fuzzSettled(t, e)
 	})
-}
-
-// isAny reports whether err wraps one of targets.
-func isAny(err error, targets []error) bool {
-	for _, t := range targets {
-		if errors.Is(err, t) {
-			return true
-		}
-	}
-	return false
 }
 
 // reset puts back what g's range and guards held when it was made.
@@ -396,19 +412,17 @@ func fuzzSettled(t *testing.T, e *env) {
 // scriptedReaderAt.
 type scriptedWriterAt struct {
 	script     []byte
-	start, end int64 // the range the transfer may write
-	mu         sync.Mutex
-	file       []byte  // the shadow: what honest writes took, at their offsets
-	ends       []error // the classes of the calls that were not honest
-	badAt      int64   // the least offset of a byte a call did not take honestly (end: none)
+	start, end int64  // the range the transfer may write
+	dishonesty        // its mu guards file and outside too
+	file       []byte // the shadow: what honest writes took, at their offsets
 	outside    []string
 }
 
 func (w *scriptedWriterAt) WriteAt(b []byte, off int64) (int, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if off < w.start || off > w.end-int64(len(b)) {
 		w.outside = append(w.outside, fmt.Sprintf("%d bytes at %d, outside [%d, %d)", len(b), off, w.start, w.end))
+		w.mu.Unlock()
 		return 0, errScripted
 	}
 	act, arg := actWhole, byte(0)
@@ -436,6 +450,7 @@ func (w *scriptedWriterAt) WriteAt(b []byte, off int64) (int, error) {
 		w.badAt = min(w.badAt, off+int64(took))
 		w.ends = append(w.ends, end)
 	}
+	w.mu.Unlock()
 	if act == actPanic {
 		panic("scripted panic")
 	}
@@ -459,21 +474,12 @@ func FuzzFileWriterAt(f *testing.F) {
 	f.Fuzz(func(t *testing.T, offset, size uint32, script []byte) {
 		off := int64(offset) % fuzzMaxBytes
 		n := 1 + int(size)%fuzzMaxBytes
-		dst := &scriptedWriterAt{script: script, start: off, end: off + int64(n), file: make([]byte, n), badAt: off + int64(n)}
+		dst := &scriptedWriterAt{script: script, start: off, end: off + int64(n), file: make([]byte, n), dishonesty: dishonesty{badAt: off + int64(n)}}
 		got, err := e.c.FromDeviceToFile(context.Background(), dst, off, g.dst, int64(n))
 		if len(dst.outside) != 0 {
 			t.Fatalf("writes outside the range: %v", dst.outside)
 		}
-		if got < 0 || got > dst.badAt-off {
-			t.Fatalf("%d bytes reported, the first byte not taken honestly at %d of [%d, %d) (%v)", got, dst.badAt, off, off+int64(n), err)
-		}
-		if len(dst.ends) == 0 {
-			if err != nil || got != int64(n) {
-				t.Fatalf("an honest WriterAt of %d bytes: %d bytes, %v", n, got, err)
-			}
-		} else if !isAny(err, dst.ends) {
-			t.Fatalf("calls ended by %v: %v", dst.ends, err)
-		}
+		dst.check(t, got, off, n, err)
 		sameBytes(t, "what the file took", dst.file[:got], g.inner[:got])
 		g.check(t, nil)
 		fuzzSettled(t, e)
