@@ -58,6 +58,48 @@ func garble(b, want []byte) {
 	}
 }
 
+// nextAct takes the next act and its argument off the front of a Reader's or Writer's script
+// (actWhole past its end).
+func nextAct(script *[]byte) (int, byte) {
+	if len(*script) < 2 {
+		return actWhole, 0
+	}
+	act, arg := int((*script)[0])%numActs, (*script)[1]
+	*script = (*script)[2:]
+	return act, arg
+}
+
+// actAt is the act and argument of a ReaderAt's or WriterAt's call of n bytes at off: the script's
+// two bytes at a place that the offset and length pick (actWhole for a script of less than two).
+func actAt(script []byte, off int64, n int) (int, byte) {
+	if len(script) < 2 {
+		return actWhole, 0
+	}
+	i := int((off/512+int64(n))%int64(len(script)/2)) * 2
+	return int(script[i]) % numActs, script[i+1]
+}
+
+// writeAct is what a scripted Writer or WriterAt does with a call of n bytes: the count it
+// returns and its error, how many of the bytes it takes (a prefix), and the class of the call
+// when it is not honest (nil when it is). A writer has no empty or EOF act: those take all.
+func writeAct(act int, arg byte, n int) (k, took int, err, end error) {
+	switch act {
+	case actPart: // a short write with no error
+		k = partOf(arg, n-1, true)
+		return k, k, nil, ErrContract
+	case actOver:
+		return n + 1 + int(arg), 0, nil, ErrContract
+	case actNegative:
+		return -1 - int(arg), 0, nil, ErrContract
+	case actError:
+		k = partOf(arg, n, true)
+		return k, k, errScripted, errScripted
+	case actPanic:
+		return 0, 0, nil, ErrCallbackPanic
+	}
+	return n, n, nil, nil
+}
+
 // scriptedReader reads data (all the transfer's bytes) as its script says, in order.
 type scriptedReader struct {
 	data, script []byte
@@ -74,10 +116,7 @@ func (r *scriptedReader) Read(b []byte) (int, error) {
 		}
 		return 0, io.EOF
 	}
-	act, arg := actWhole, byte(0)
-	if len(r.script) >= 2 {
-		act, arg, r.script = int(r.script[0])%numActs, r.script[1], r.script[2:]
-	}
+	act, arg := nextAct(&r.script)
 	want := r.data[r.gave:][:len(b)] // the copier never asks past the transfer's length
 	give := func(k int, err error) (int, error) {
 		copy(b, want[:k])
@@ -191,41 +230,19 @@ type scriptedWriter struct {
 	after  int  // writes after the end
 }
 
-// writerActs maps a script's act to a writer's: a writer has no empty or EOF act.
-var writerActs = [numActs]int{actWhole, actPart, actWhole, actOver, actNegative, actError, actWhole, actPanic}
-
 func (w *scriptedWriter) Write(b []byte) (int, error) {
 	if w.end != nil {
 		w.after++
 		return 0, errScripted
 	}
-	act, arg := actWhole, byte(0)
-	if len(w.script) >= 2 {
-		act, arg, w.script = writerActs[int(w.script[0])%numActs], w.script[1], w.script[2:]
-	}
-	switch act {
-	case actPart:
-		k := partOf(arg, len(b)-1, true)
-		w.took = append(w.took, b[:k]...)
-		w.end, w.short = ErrContract, true
-		return k, nil
-	case actOver:
-		w.end = ErrContract
-		return len(b) + 1 + int(arg), nil
-	case actNegative:
-		w.end = ErrContract
-		return -1 - int(arg), nil
-	case actError:
-		k := partOf(arg, len(b), true)
-		w.took = append(w.took, b[:k]...)
-		w.end = errScripted
-		return k, errScripted
-	case actPanic:
-		w.end = ErrCallbackPanic
+	act, arg := nextAct(&w.script)
+	k, took, err, end := writeAct(act, arg, len(b))
+	w.took = append(w.took, b[:took]...)
+	w.end, w.short = end, act == actPart
+	if act == actPanic {
 		panic("scripted panic")
 	}
-	w.took = append(w.took, b...)
-	return len(b), nil
+	return k, err
 }
 
 // FuzzStreamWriter: FromDeviceTo of a scripted writer returns exactly the bytes the writer took
@@ -317,11 +334,7 @@ func (d *dishonesty) check(t *testing.T, got, off int64, n int, err error) {
 
 func (r *scriptedReaderAt) ReadAt(b []byte, off int64) (int, error) {
 	want := r.data[off:][:len(b)] // the copier never asks past the range, which data ends
-	act, arg := actWhole, byte(0)
-	if len(r.script) >= 2 {
-		i := int((off/512+int64(len(b)))%int64(len(r.script)/2)) * 2
-		act, arg = int(r.script[i])%numActs, r.script[i+1]
-	}
+	act, arg := actAt(r.script, off, len(b))
 	k, err, honest, end := len(b), error(nil), len(b), error(nil)
 	switch act {
 	case actPart:
@@ -419,38 +432,19 @@ type scriptedWriterAt struct {
 }
 
 func (w *scriptedWriterAt) WriteAt(b []byte, off int64) (int, error) {
+	act, arg := actAt(w.script, off, len(b))
+	k, took, err, end := writeAct(act, arg, len(b))
 	w.mu.Lock()
 	if off < w.start || off > w.end-int64(len(b)) {
 		w.outside = append(w.outside, fmt.Sprintf("%d bytes at %d, outside [%d, %d)", len(b), off, w.start, w.end))
 		w.mu.Unlock()
 		return 0, errScripted
 	}
-	act, arg := actWhole, byte(0)
-	if len(w.script) >= 2 {
-		i := int((off/512+int64(len(b)))%int64(len(w.script)/2)) * 2
-		act, arg = writerActs[int(w.script[i])%numActs], w.script[i+1]
-	}
-	k, err, took, end := len(b), error(nil), len(b), error(nil)
-	switch act {
-	case actPart:
-		k = partOf(arg, len(b)-1, true)
-		took, end = k, ErrContract
-	case actOver:
-		k, took, end = len(b)+1+int(arg), 0, ErrContract
-	case actNegative:
-		k, took, end = -1-int(arg), 0, ErrContract
-	case actError:
-		k, err, end = partOf(arg, len(b), true), errScripted, errScripted
-		took = k
-	case actPanic:
-		took, end = 0, ErrCallbackPanic
-	}
 	copy(w.file[off-w.start:], b[:took])
-	if end != nil {
-		w.badAt = min(w.badAt, off+int64(took))
-		w.ends = append(w.ends, end)
-	}
 	w.mu.Unlock()
+	if end != nil {
+		w.note(off+int64(took), end)
+	}
 	if act == actPanic {
 		panic("scripted panic")
 	}
